@@ -1,0 +1,113 @@
+"""Per-scenario metrics accumulated in the scan carry (no trajectory kept)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from drivesim.core.types import Array, RolloutMetrics, pytree_dataclass
+
+
+@pytree_dataclass
+class StepInfo:
+    """What one step observed about the scenario; every field () per scenario.
+
+    active: the step was simulated (scenario valid and t < episode length).
+    ego_collided, offroad: ego state after the step. collision_pairs: overlapping pairs.
+    ego_progress: ego arc length minus its start [m]. ego_ttc: time-to-collision with the
+    ego's leader before the step [s]. ego_jerk: |da/dt| of the ego [m/s^3].
+    has_nan: a valid agent's state is not finite. div_sum, div_count: distance to the log
+    summed over non-replayed logged agents and their count. overflow: window overflow.
+    """
+
+    active: Array
+    ego_collided: Array
+    offroad: Array
+    collision_pairs: Array
+    ego_progress: Array
+    ego_ttc: Array
+    ego_jerk: Array
+    has_nan: Array
+    div_sum: Array
+    div_count: Array
+    overflow: Array
+
+
+@pytree_dataclass
+class MetricsState:
+    """Running metrics of one scenario; fields () (see RolloutMetrics)."""
+
+    ego_collided: Array
+    collision_step: Array
+    collision_pairs: Array
+    offroad: Array
+    progress_m: Array
+    min_ttc_s: Array
+    max_jerk: Array
+    steps: Array
+    has_nan: Array
+    div_sum: Array
+    div_count: Array
+    div_final: Array
+    overflow: Array
+
+
+def init_metrics() -> MetricsState:
+    """Metrics before the first step."""
+    f32 = jnp.float32
+    return MetricsState(
+        ego_collided=jnp.zeros((), bool),
+        collision_step=jnp.full((), -1, jnp.int32),
+        collision_pairs=jnp.zeros((), jnp.int32),
+        offroad=jnp.zeros((), bool),
+        progress_m=jnp.zeros((), f32),
+        min_ttc_s=jnp.full((), jnp.inf, f32),
+        max_jerk=jnp.zeros((), f32),
+        steps=jnp.zeros((), jnp.int32),
+        has_nan=jnp.zeros((), bool),
+        div_sum=jnp.zeros((), f32),
+        div_count=jnp.zeros((), f32),
+        div_final=jnp.full((), jnp.nan, f32),
+        overflow=jnp.zeros((), bool),
+    )
+
+
+def update_metrics(m: MetricsState, info: StepInfo, t: Array) -> MetricsState:
+    """Fold one step into the running metrics; a step with active=False changes nothing."""
+    on = info.active
+    first_hit = on & info.ego_collided & ~m.ego_collided
+    final = jnp.where(info.div_count > 0, info.div_sum / jnp.maximum(info.div_count, 1.0), m.div_final)
+    return MetricsState(
+        ego_collided=m.ego_collided | (on & info.ego_collided),
+        collision_step=jnp.where(first_hit, t.astype(jnp.int32), m.collision_step),
+        collision_pairs=jnp.where(on, jnp.maximum(m.collision_pairs, info.collision_pairs), m.collision_pairs),
+        offroad=m.offroad | (on & info.offroad),
+        progress_m=jnp.where(on, info.ego_progress, m.progress_m),
+        min_ttc_s=jnp.where(on, jnp.minimum(m.min_ttc_s, info.ego_ttc), m.min_ttc_s),
+        max_jerk=jnp.where(on, jnp.maximum(m.max_jerk, info.ego_jerk), m.max_jerk),
+        steps=m.steps + on.astype(jnp.int32),
+        has_nan=m.has_nan | (on & info.has_nan),
+        div_sum=m.div_sum + jnp.where(on, info.div_sum, 0.0),
+        div_count=m.div_count + jnp.where(on, info.div_count, 0.0),
+        div_final=jnp.where(on, final, m.div_final),
+        overflow=m.overflow | (on & info.overflow),
+    )
+
+
+def finalize_metrics(m: MetricsState, has_log: bool) -> RolloutMetrics:
+    """Turn running metrics into RolloutMetrics (log divergences NaN without a log)."""
+    nan = jnp.full((), jnp.nan, jnp.float32)
+    mean = jnp.where(m.div_count > 0, m.div_sum / jnp.maximum(m.div_count, 1.0), nan)
+    return RolloutMetrics(
+        ego_collided=m.ego_collided,
+        collision_step=m.collision_step,
+        collision_pairs=m.collision_pairs,
+        offroad=m.offroad,
+        progress_m=m.progress_m,
+        min_ttc_s=m.min_ttc_s,
+        max_jerk=m.max_jerk,
+        steps=m.steps,
+        has_nan=m.has_nan,
+        log_div_mean=mean if has_log else nan,
+        log_div_final=m.div_final if has_log else nan,
+        window_overflow=m.overflow,
+    )

@@ -1,0 +1,151 @@
+"""Road geometry: per-agent route segments, projection onto a route, drivable area.
+
+Routes are polylines with P points (S = P - 1 segments). Before a rollout, each agent's
+route is unpacked into :class:`RouteSegments` so that every step works on the agent's own
+segments only (O(S) per agent, no gathers in the time loop). The first segment extends
+backwards and the last real segment forwards without bound, so arc length keeps growing
+past the ends of a route.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from drivesim.core.types import Array, RoadMap, pytree_dataclass
+
+_EPS = 1e-9
+
+
+@pytree_dataclass
+class RouteSegments:
+    """Segments of one route per agent; every field is (..., N, S) float32.
+
+    ax, ay: segment start; ux, uy: unit direction; length: segment length;
+    s0: arc length at the start; lo, hi: clip range of the along-segment coordinate
+    (-inf / +inf on the open ends); ok: 1.0 for real segments, 0.0 for padding.
+    """
+
+    ax: Array
+    ay: Array
+    ux: Array
+    uy: Array
+    length: Array
+    s0: Array
+    lo: Array
+    hi: Array
+    ok: Array
+
+
+def lane_segments(centers: Array) -> RouteSegments:
+    """Unpack lane polylines (..., L, P, 2) into RouteSegments with fields (..., L, S)."""
+    a = centers[..., :-1, :]
+    b = centers[..., 1:, :]
+    dx = b[..., 0] - a[..., 0]
+    dy = b[..., 1] - a[..., 1]
+    length = jnp.sqrt(dx * dx + dy * dy)
+    ok = length > 1e-6
+    safe = jnp.where(ok, length, 1.0)
+    ux = jnp.where(ok, dx / safe, 1.0)
+    uy = jnp.where(ok, dy / safe, 0.0)
+    s0 = jnp.cumsum(length, axis=-1) - length
+    num_segments = length.shape[-1]
+    index = jnp.arange(num_segments)
+    last_real = jnp.max(jnp.where(ok, index, 0), axis=-1, keepdims=True)
+    lo = jnp.where(index == 0, -jnp.inf, 0.0) * jnp.ones_like(length)
+    hi = jnp.where(index == last_real, jnp.inf, length)
+    return RouteSegments(
+        ax=a[..., 0],
+        ay=a[..., 1],
+        ux=ux,
+        uy=uy,
+        length=length,
+        s0=s0,
+        lo=lo,
+        hi=hi,
+        ok=ok.astype(length.dtype),
+    )
+
+
+def agent_segments(road: RoadMap, route: Array) -> RouteSegments:
+    """Route segments for each agent: road (L, P, 2) and route (N,) int32 -> (N, S).
+
+    Used once per rollout (a one-hot selection over lanes, not a gather in the loop).
+    """
+    lanes = lane_segments(road.centers)  # (L, S)
+    num_lanes = road.centers.shape[-3]
+    onehot = (route[:, None] == jnp.arange(num_lanes)[None, :]).astype(jnp.float32)  # (N, L)
+
+    def pick(values):  # (L, S) -> (N, S)
+        finite = jnp.where(jnp.isfinite(values), values, 0.0)
+        picked = onehot @ finite
+        pos_inf = onehot @ (values == jnp.inf).astype(jnp.float32)
+        neg_inf = onehot @ (values == -jnp.inf).astype(jnp.float32)
+        return jnp.where(pos_inf > 0, jnp.inf, jnp.where(neg_inf > 0, -jnp.inf, picked))
+
+    return RouteSegments(**{name: pick(getattr(lanes, name)) for name in RouteSegments.__dataclass_fields__})
+
+
+@pytree_dataclass
+class Projection:
+    """Projection of points onto their routes; fields (..., N) float32.
+
+    s: arc length; d: signed lateral offset (left positive); tx, ty: unit tangent.
+    """
+
+    s: Array
+    d: Array
+    tx: Array
+    ty: Array
+
+
+def project(x: Array, y: Array, seg: RouteSegments) -> Projection:
+    """Project points (N,) onto their own routes (N, S): nearest point over real segments."""
+    px = x[..., None] - seg.ax
+    py = y[..., None] - seg.ay
+    along = jnp.clip(px * seg.ux + py * seg.uy, seg.lo, seg.hi)
+    ex = px - along * seg.ux
+    ey = py - along * seg.uy
+    dist2 = jnp.where(seg.ok > 0, ex * ex + ey * ey, jnp.inf)
+    if dist2.shape[-1] == 1:
+        pick = jnp.ones_like(dist2)
+    else:
+        best = jnp.min(dist2, axis=-1, keepdims=True)
+        first = jnp.cumsum((dist2 <= best).astype(jnp.int32), axis=-1) == 1
+        pick = (first & (dist2 <= best)).astype(x.dtype)
+    s = jnp.sum(pick * (seg.s0 + along), axis=-1)
+    tx = jnp.sum(pick * seg.ux, axis=-1)
+    ty = jnp.sum(pick * seg.uy, axis=-1)
+    d = jnp.sum(pick * (-ex * seg.uy + ey * seg.ux), axis=-1)
+    return Projection(s=s, d=d, tx=tx, ty=ty)
+
+
+def point_at(s: Array, seg: RouteSegments) -> tuple[Array, Array]:
+    """Point at arc length s (N,) on each agent's route (N, S) -> (x, y), each (N,)."""
+    end = seg.s0 + seg.length
+    inside = (s[..., None] >= seg.s0) & ((s[..., None] < end) | (seg.hi == jnp.inf))
+    inside = inside & (seg.ok > 0)
+    before_all = s[..., None] < seg.s0[..., :1]
+    inside = inside | (before_all & (jnp.arange(seg.s0.shape[-1]) == 0))
+    first = jnp.cumsum(inside.astype(jnp.int32), axis=-1) == 1
+    pick = (first & inside).astype(s.dtype)
+    local = s[..., None] - seg.s0
+    x = jnp.sum(pick * (seg.ax + local * seg.ux), axis=-1)
+    y = jnp.sum(pick * (seg.ay + local * seg.uy), axis=-1)
+    return x, y
+
+
+def on_road(x: Array, y: Array, road: RoadMap) -> Array:
+    """Whether points (...) lie in the drivable area (union of lane corridors).
+
+    Segments are clipped at the route ends here: past the end of every lane is off-road.
+    """
+    lanes = lane_segments(road.centers)  # (L, S)
+    px = x[..., None, None] - lanes.ax
+    py = y[..., None, None] - lanes.ay
+    along = jnp.clip(px * lanes.ux + py * lanes.uy, 0.0, lanes.length)
+    ex = px - along * lanes.ux
+    ey = py - along * lanes.uy
+    dist2 = jnp.where(lanes.ok > 0, ex * ex + ey * ey, jnp.inf)
+    half = 0.5 * road.widths[..., None]
+    inside = (dist2 <= half * half) & road.lane_valid[..., None]
+    return jnp.any(inside, axis=(-2, -1))

@@ -1,0 +1,244 @@
+"""State types of the simulation core: frozen dataclasses registered as JAX PyTrees.
+
+The same classes hold NumPy arrays on the host (one scenario, unpadded, or a stacked host
+batch) and JAX arrays on the devices. Shapes are written for one scenario; a batch adds
+leading axes ``(...)``. ``N`` = agents, ``L`` = lanes/routes, ``P`` = points per lane
+polyline, ``T`` = log steps.
+
+Validation lives in :func:`drivesim.core.validate.validate_scenario`, never inside jit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from typing import Any
+
+import jax
+
+Array = Any  # numpy.ndarray or jax.Array
+
+
+def pytree_dataclass(cls):
+    """Freeze ``cls`` and register it as a PyTree whose fields are all data fields,
+    except those declared with ``field(metadata={"static": True})``."""
+    cls = dataclass(frozen=True)(cls)
+    data = [f.name for f in fields(cls) if not f.metadata.get("static")]
+    meta = [f.name for f in fields(cls) if f.metadata.get("static")]
+    return jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
+
+
+def replace(obj, **changes):
+    """``dataclasses.replace`` for the frozen PyTree dataclasses."""
+    return dataclasses.replace(obj, **changes)
+
+
+@pytree_dataclass
+class AgentState:
+    """Kinematic state of every agent slot.
+
+    x, y: (..., N) float32 centre position [m].
+    heading: (..., N) float32 yaw [rad], counter-clockwise from +x.
+    speed: (..., N) float32 longitudinal speed [m/s], >= 0.
+    accel: (..., N) float32 last applied acceleration [m/s^2] (for jerk).
+    length, width: (..., N) float32 box size [m].
+    valid: (..., N) bool; False marks a padding slot that never affects anything.
+    route: (..., N) int32 index of the agent's route polyline in ``RoadMap.centers``.
+    """
+
+    x: Array
+    y: Array
+    heading: Array
+    speed: Array
+    accel: Array
+    length: Array
+    width: Array
+    valid: Array
+    route: Array
+
+
+@pytree_dataclass
+class IDMParams:
+    """Intelligent Driver Model parameters (Treiber, Hennecke, Helbing 2000).
+
+    Each field is (..., N) float32 per agent, or (...) for an ego policy.
+    v0 desired speed [m/s]; T time headway [s]; s0 jam distance [m];
+    a max acceleration [m/s^2]; b comfortable deceleration [m/s^2]; delta exponent.
+    """
+
+    v0: Array
+    T: Array
+    s0: Array
+    a: Array
+    b: Array
+    delta: Array
+
+
+IDM_DEFAULTS = dict(v0=33.3, T=1.6, s0=2.0, a=0.73, b=1.67, delta=4.0)
+
+
+@pytree_dataclass
+class RoadMap:
+    """Lane / route centre lines; the drivable area is the union of lane corridors
+    (centre line +- width / 2).
+
+    centers: (..., L, P, 2) float32 polyline points, padded by repeating the last point.
+    widths: (..., L) float32 lane width [m].
+    lane_valid: (..., L) bool.
+    sort_axis: (..., 2) float32 unit vector; agents are ordered by position along it
+        (the road's main direction) for the neighbour window.
+    conflict_xy: (..., 2) float32 centre of a conflict zone (intersection), if any.
+    conflict_radius: (...) float32 radius of the conflict zone; 0 means none.
+    """
+
+    centers: Array
+    widths: Array
+    lane_valid: Array
+    sort_axis: Array
+    conflict_xy: Array
+    conflict_radius: Array
+
+
+@pytree_dataclass
+class LogTrajectory:
+    """Recorded trajectories, resampled to the simulation dt; step 0 is the initial state.
+
+    xy: (..., T, N, 2) float32; heading, speed: (..., T, N) float32;
+    valid: (..., T, N) bool (agent present in the log at that step);
+    replay: (..., N) bool, True = the agent follows its log instead of IDM.
+    """
+
+    xy: Array
+    heading: Array
+    speed: Array
+    valid: Array
+    replay: Array
+
+
+@pytree_dataclass
+class Scenario:
+    """One traffic scenario.
+
+    agents: AgentState with (..., N) fields.
+    idm: IDMParams with (..., N) fields (behaviour of every non-ego agent).
+    stop_s: (..., N) float32 arc length along the agent's route where it must yield
+        when the conflict zone is busy; +inf for agents with priority.
+    road: RoadMap.
+    ego_index: (...) int32 slot of the ego agent.
+    episode_length: (...) int32 steps to simulate (<= SimConfig.num_steps).
+    scenario_id: (...) int32 global id (the scenario's random stream derives from it).
+    valid: (...) bool; False marks a padding scenario (dropped from results).
+    log: LogTrajectory or None.
+    """
+
+    agents: AgentState
+    idm: IDMParams
+    stop_s: Array
+    road: RoadMap
+    ego_index: Array
+    episode_length: Array
+    scenario_id: Array
+    valid: Array
+    log: LogTrajectory | None = None
+
+    @property
+    def num_agents(self) -> int:
+        """Agent slots N (padding included)."""
+        return self.agents.x.shape[-1]
+
+
+@pytree_dataclass
+class RolloutMetrics:
+    """Per-scenario metrics, each (...) for a batch.
+
+    ego_collided: bool, ego box overlapped another valid agent's box at some step.
+    collision_step: int32 first step (0-based) with an ego collision, -1 if none.
+    collision_pairs: int32 most agent pairs overlapping at the same step.
+    offroad: bool, ego centre left the drivable area at some step.
+    progress_m: float32 ego arc-length progress along its route [m].
+    min_ttc_s: float32 ego minimum time-to-collision with its leader [s] (inf if never closing).
+    max_jerk: float32 ego max |da/dt| [m/s^3].
+    steps: int32 steps simulated.
+    has_nan: bool, some valid agent's state became NaN/Inf.
+    log_div_mean: float32 mean distance simulated-vs-log over non-replayed logged agents [m]
+        (NaN without a log).
+    log_div_final: float32 that mean at the last simulated step [m] (NaN without a log).
+    window_overflow: bool, the neighbour window may have missed a close agent.
+    """
+
+    ego_collided: Array
+    collision_step: Array
+    collision_pairs: Array
+    offroad: Array
+    progress_m: Array
+    min_ttc_s: Array
+    max_jerk: Array
+    steps: Array
+    has_nan: Array
+    log_div_mean: Array
+    log_div_final: Array
+    window_overflow: Array
+
+
+METRIC_NAMES = tuple(f.name for f in fields(RolloutMetrics))
+
+
+@pytree_dataclass
+class Trajectory:
+    """Full trajectory of a rollout, in the scenario's original agent order.
+
+    x, y, heading, speed: (..., S, N) float32 after each step (S = num_steps).
+    valid: (..., S, N) bool.
+    """
+
+    x: Array
+    y: Array
+    heading: Array
+    speed: Array
+    valid: Array
+
+
+@pytree_dataclass
+class OpenLoopParams:
+    """Open-loop ego action sequence. actions: (..., S, 2) float32 [accel, steer]."""
+
+    actions: Array
+
+
+@pytree_dataclass
+class MLPParams:
+    """Small MLP ego policy. weights: tuple of (in, out) float32 matrices;
+    biases: tuple of (out,) float32 vectors. Hidden layers use tanh; the last
+    layer outputs (accel, steer) squashed by tanh into the limits."""
+
+    weights: tuple
+    biases: tuple
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Static simulation settings (hashable; a jit static argument).
+
+    policy: ego policy kind: "idm" | "constant" | "open_loop" | "mlp".
+    window: neighbour window half-width K (agents ahead / behind in the sorted order).
+    """
+
+    dt: float = 0.1
+    num_steps: int = 80
+    policy: str = "idm"
+    window: int = 6
+    max_accel: float = 4.0
+    min_accel: float = -9.0
+    max_steer: float = 0.5
+    max_speed: float = 60.0
+    wheelbase_ratio: float = 0.6
+    lookahead_time: float = 1.0
+    min_lookahead: float = 5.0
+    yield_horizon_s: float = 4.0
+    obs_neighbours: int = 6
+
+    def __post_init__(self):
+        if self.policy not in ("idm", "constant", "open_loop", "mlp"):
+            raise ValueError(f"SimConfig.policy: unknown ego policy {self.policy!r}")
+        if self.num_steps < 1 or self.window < 1:
+            raise ValueError("SimConfig: num_steps and window must be >= 1")

@@ -1,0 +1,30 @@
+"""Test setup: 8 forced CPU devices, set before JAX starts."""
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import pathlib  # noqa: E402
+
+import pytest  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def commonroad_dir() -> pathlib.Path:
+    """The real CommonRoad files beside the project (skip if the checkout lacks them)."""
+    path = SHARED_DATA / "commonroad"
+    if not path.is_dir():
+        pytest.skip(f"no real CommonRoad data at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> pathlib.Path:
+    """Where tests keep artefacts (screenshots, traces) for people to look at."""
+    path = ROOT / "artifacts"
+    path.mkdir(exist_ok=True)
+    return path
