@@ -30,17 +30,29 @@ def follow_acceleration(speed: Array, gap: Array, leader_speed: Array, p: IDMPar
     return idm_acceleration(speed, safe_gap, approach, p)
 
 
-def pure_pursuit_steer(
+def pure_pursuit_tan(
     x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array,
     target_x: Array, target_y: Array, config: SimConfig,
 ) -> Array:
-    """Steering angle toward a target point (pure pursuit); all arrays (N,)."""
+    """tan of the pure-pursuit steering angle toward a target point; all arrays (N,).
+
+    steer = atan(2 L sin(alpha) / d); the dynamics only need tan(steer), so the
+    arctangent is never evaluated in the time loop.
+    """
     dx = target_x - x
     dy = target_y - y
     dist2 = jnp.maximum(dx * dx + dy * dy, 1e-6)
     lateral = -dx * sin_h + dy * cos_h  # = dist * sin(alpha)
     wheelbase = config.wheelbase_ratio * length
-    return jnp.arctan(2.0 * wheelbase * lateral / dist2)
+    return 2.0 * wheelbase * lateral / dist2
+
+
+def pure_pursuit_steer(
+    x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array,
+    target_x: Array, target_y: Array, config: SimConfig,
+) -> Array:
+    """Steering angle toward a target point (pure pursuit); all arrays (N,)."""
+    return jnp.arctan(pure_pursuit_tan(x, y, cos_h, sin_h, length, target_x, target_y, config))
 
 
 def lookahead_distance(speed: Array, config: SimConfig) -> Array:
@@ -56,9 +68,9 @@ def conflict_busy(
     ``yield_horizon_s``; () bool. Inputs (N,), conflict_xy (2,), conflict_radius ()."""
     cx = conflict_xy[0] - x
     cy = conflict_xy[1] - y
-    dist = jnp.sqrt(cx * cx + cy * cy)
     not_past = (cx * cos_h + cy * sin_h) > -conflict_radius
-    near = dist < conflict_radius + speed * config.yield_horizon_s + 2.0
+    reach = conflict_radius + speed * config.yield_horizon_s + 2.0
+    near = cx * cx + cy * cy < reach * reach
     return (conflict_radius > 0) & jnp.any(has_priority & not_past & near)
 
 
@@ -66,7 +78,7 @@ def mlp_forward(params: MLPParams, obs: Array) -> Array:
     """MLP (obs_dim,) -> (2,) raw outputs in (-1, 1): tanh hidden layers, tanh output."""
     h = obs
     last = len(params.weights) - 1
-    for i, (w, b) in enumerate(zip(params.weights, params.biases)):
+    for i, (w, b) in enumerate(zip(params.weights, params.biases, strict=True)):
         h = h @ w + b
         h = jnp.tanh(h) if i < last else h
     return jnp.tanh(h)

@@ -29,6 +29,21 @@ def shift(values: Array, offset: int, fill) -> Array:
     return jnp.concatenate([pad, values[:offset]], axis=0)
 
 
+def padded(values: Array, width: int, fill) -> Array:
+    """``values`` (N, ...) with ``width`` fill entries added before and after on axis 0.
+
+    Pad once, then take every shift as a slice (:func:`view`): XLA fuses slices into their
+    consumers but materialises each separately padded copy.
+    """
+    pad = [(width, width)] + [(0, 0)] * (values.ndim - 1)
+    return jnp.pad(values, pad, constant_values=fill)
+
+
+def view(padded_values: Array, width: int, offset: int, n: int) -> Array:
+    """out[i] = values[i + offset] from ``padded(values, width, fill)``; |offset| <= width."""
+    return padded_values[width + offset : width + offset + n]
+
+
 def sort_key(x: Array, y: Array, valid: Array, axis: Array) -> Array:
     """Position along the sort axis (N,); padding slots get +inf so they sit at the end."""
     key = x * axis[0] + y * axis[1]
@@ -37,18 +52,23 @@ def sort_key(x: Array, y: Array, valid: Array, axis: Array) -> Array:
 
 def odd_even_pass(tree, key: Array, parity: Array):
     """One odd-even transposition pass: swap neighbours (i, i+1), i % 2 == parity,
-    where key[i] > key[i+1]. Applies the same permutation to every leaf of ``tree``
-    (leaves have agents on axis 0)."""
+    where key[i] > key[i+1]. Applies the same permutation along the LAST axis of every
+    leaf of ``tree`` (leaves shaped (..., N); pack many rows into one leaf for speed)."""
     n = key.shape[0]
-    left = (jnp.arange(n) % 2) == parity
-    take_next = left & (key > shift(key, 1, jnp.inf))
-    take_prev = (~left) & (shift(key, -1, -jnp.inf) > key)
+    index = jnp.arange(n)
+    left = (index % 2) == parity
+    key_p = padded(key, 1, jnp.inf)
+    take_next = left & (index < n - 1) & (key > view(key_p, 1, 1, n))
+    take_prev = (~left) & (index > 0) & (view(key_p, 1, -1, n) > key)
 
     def permute(leaf):
-        expand = (slice(None),) + (None,) * (leaf.ndim - 1)
-        nxt = shift(leaf, 1, jnp.zeros((), leaf.dtype))
-        prv = shift(leaf, -1, jnp.zeros((), leaf.dtype))
-        return jnp.where(take_next[expand], nxt, jnp.where(take_prev[expand], prv, leaf))
+        moved = jnp.moveaxis(leaf, -1, 0)
+        leaf_p = padded(moved, 1, jnp.zeros((), leaf.dtype))
+        expand = (slice(None),) + (None,) * (moved.ndim - 1)
+        nxt = view(leaf_p, 1, 1, n)
+        prv = view(leaf_p, 1, -1, n)
+        out = jnp.where(take_next[expand], nxt, jnp.where(take_prev[expand], prv, moved))
+        return jnp.moveaxis(out, 0, -1)
 
     return jax.tree_util.tree_map(permute, tree)
 
@@ -56,34 +76,47 @@ def odd_even_pass(tree, key: Array, parity: Array):
 def find_leaders(
     x: Array, y: Array, speed: Array, length: Array, valid: Array,
     tx: Array, ty: Array, lateral: Array, lane_width: Array, window: int,
+    forward: Array | None = None,
 ) -> tuple[Array, Array, Array]:
-    """Leader of each agent among the ``window`` agents before and after it in sorted order.
+    """Leader of each agent among its ``window`` neighbours in sorted order.
 
     A candidate j leads agent i when it is ahead along i's lane tangent (tx, ty) and its
     centre lies inside i's lane (|lateral offset from i's lane centre| < lane_width / 2).
     The leader is the nearest such candidate. All inputs (N,).
 
+    forward: optional (N,) bool, True where i's lane runs along the sort axis. Then only
+    the ``window`` agents on that side are searched (a leader ahead along the lane is
+    ahead in the sorted order); None searches both sides.
+
     Returns gap (bumper-to-bumper, +inf without leader), leader speed, and whether a
     leader was found; each (N,).
     """
+    n = x.shape[0]
     best_ds = jnp.full_like(x, jnp.inf)
     best_gap = jnp.full_like(x, jnp.inf)
     best_speed = jnp.zeros_like(x)
     half_width = 0.5 * lane_width
-    offsets = [k for k in range(-window, window + 1) if k != 0]
-    for k in offsets:
-        xj = shift(x, k, 0.0)
-        yj = shift(y, k, 0.0)
-        vj = shift(valid, k, False)
-        rx = xj - x
-        ry = yj - y
+    xp, yp, sp, lp = (padded(v, window, 0.0) for v in (x, y, speed, length))
+    vp = padded(valid, window, False)
+    if forward is None:
+        offsets = [(k, None) for k in range(-window, window + 1) if k != 0]
+    else:
+        offsets = [(k, -k) for k in range(1, window + 1)]
+
+    def at(values_p, k, back):
+        ahead = view(values_p, window, k, n)
+        return ahead if back is None else jnp.where(forward, ahead, view(values_p, window, back, n))
+
+    for k, back in offsets:
+        rx = at(xp, k, back) - x
+        ry = at(yp, k, back) - y
         ds = rx * tx + ry * ty
         lat = -rx * ty + ry * tx + lateral
-        candidate = vj & valid & (ds > 0.0) & (jnp.abs(lat) < half_width) & (ds < best_ds)
-        gap = ds - 0.5 * (length + shift(length, k, 0.0))
+        candidate = at(vp, k, back) & valid & (ds > 0.0) & (jnp.abs(lat) < half_width) & (ds < best_ds)
+        gap = ds - 0.5 * (length + at(lp, k, back))
         best_ds = jnp.where(candidate, ds, best_ds)
         best_gap = jnp.where(candidate, gap, best_gap)
-        best_speed = jnp.where(candidate, shift(speed, k, 0.0), best_speed)
+        best_speed = jnp.where(candidate, at(sp, k, back), best_speed)
     return best_gap, best_speed, jnp.isfinite(best_ds)
 
 
@@ -109,6 +142,47 @@ def boxes_overlap(
     return ~(sep_ui | sep_vi | sep_uj | sep_vj)
 
 
+def window_pair_hits(
+    x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array, width: Array,
+    valid: Array, window: int,
+) -> list[Array]:
+    """Box overlaps of each agent i with the agent k places ahead in sorted order, for
+    k = 1..window: a list of (N,) bool (entry i of list item k-1 is the pair (i, i+k))."""
+    n = x.shape[0]
+    hl = 0.5 * length
+    hw = 0.5 * width
+    xp, yp, cp, sp, hlp, hwp = (padded(v, window, 0.0) for v in (x, y, cos_h, sin_h, hl, hw))
+    vp = padded(valid, window, False)
+    hits = []
+    for k in range(1, window + 1):
+        at = lambda p: view(p, window, k, n)  # noqa: B023
+        hit = boxes_overlap(at(xp) - x, at(yp) - y, cos_h, sin_h, at(cp), at(sp), hl, hw, at(hlp), at(hwp))
+        hits.append(hit & valid & at(vp))
+    return hits
+
+
+COLLISION_SUMMARY_STACKED = False  # A/B switch while tuning
+
+
+def collision_summary(hits: list[Array], is_ego: Array) -> tuple[Array, Array]:
+    """From :func:`window_pair_hits`: (overlapping pairs () int32, ego overlaps () bool)."""
+    n = is_ego.shape[0]
+    window = len(hits)
+    ego_p = padded(is_ego, window, False)
+    if COLLISION_SUMMARY_STACKED:
+        rows = []
+        for k, hit in enumerate(hits, start=1):
+            rows.append(hit)
+            rows.append(hit & (is_ego | view(ego_p, window, k, n)))
+        totals = jnp.sum(jnp.stack(rows).astype(jnp.int32), axis=1)  # (2K,)
+        return jnp.sum(totals[0::2]), jnp.sum(totals[1::2]) > 0
+    pairs = sum(jnp.sum(h.astype(jnp.int32)) for h in hits)
+    ego_hit = jnp.zeros_like(is_ego)
+    for k, hit in enumerate(hits, start=1):
+        ego_hit = ego_hit | (hit & (is_ego | view(ego_p, window, k, n)))
+    return pairs, jnp.any(ego_hit)
+
+
 def window_collisions(
     x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array, width: Array,
     valid: Array, window: int,
@@ -117,27 +191,19 @@ def window_collisions(
 
     Returns (collided: (N,) bool, any overlap involving the agent; pairs: () int32).
     """
-    hl = 0.5 * length
-    hw = 0.5 * width
+    n = x.shape[0]
+    hits = window_pair_hits(x, y, cos_h, sin_h, length, width, valid, window)
     collided = jnp.zeros_like(valid)
-    pairs = jnp.zeros((), jnp.int32)
-    for k in range(1, window + 1):
-        vj = shift(valid, k, False)
-        hit = boxes_overlap(
-            shift(x, k, 0.0) - x, shift(y, k, 0.0) - y, cos_h, sin_h,
-            shift(cos_h, k, 1.0), shift(sin_h, k, 0.0), hl, hw,
-            shift(hl, k, 0.0), shift(hw, k, 0.0),
-        ) & valid & vj
-        collided = collided | hit | shift(hit, -k, False)
-        pairs = pairs + jnp.sum(hit.astype(jnp.int32))
+    for k, hit in enumerate(hits, start=1):
+        collided = collided | hit | view(padded(hit, window, False), window, -k, n)
+    pairs = sum(jnp.sum(h.astype(jnp.int32)) for h in hits)
     return collided, pairs
 
 
-def window_overflow(key: Array, length: Array, width: Array, valid: Array, window: int) -> Array:
-    """True when the K-th agent ahead is still close enough along the sort axis that an
-    agent beyond the window could touch agent i (the window may be too small); () bool."""
-    diag = jnp.sqrt(length * length + width * width)
-    max_diag = jnp.max(jnp.where(valid, diag, 0.0))
-    far_key = shift(key, window, jnp.inf)
-    reach = 0.5 * (diag + max_diag)
+def window_overflow(key: Array, valid: Array, reach: Array, window: int) -> Array:
+    """True when the ``window``-th agent ahead in sorted order is within ``reach`` (the
+    largest box diagonal of the scenario) along the sort axis, so an agent beyond the
+    window could touch agent i (the window may be too small); () bool."""
+    n = key.shape[0]
+    far_key = view(padded(key, window, jnp.inf), window, window, n)
     return jnp.any(valid & (far_key - key <= reach))

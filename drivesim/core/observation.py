@@ -27,10 +27,8 @@ def ego_observation(
     ``neighbours`` agents behind and ahead in the sorted order, by
     [dx / 50, dy / 50 in the ego frame, (v - v_ego) / 30, present (0/1)] (zeros when absent).
     """
-    ego = is_ego.astype(x.dtype)
-
-    def at_ego(values):
-        return jnp.sum(ego * values)
+    def at_ego(values):  # where, not multiply: 0 * NaN in another slot would leak
+        return jnp.sum(jnp.where(is_ego, values, 0.0))
 
     ex, ey, ev = at_ego(x), at_ego(y), at_ego(speed)
     ec, es = at_ego(cos_h), at_ego(sin_h)
@@ -38,11 +36,12 @@ def ego_observation(
     heading_error = jnp.arctan2(es * etx - ec * ety, ec * etx + es * ety)
     features = [ev / 30.0, at_ego(lateral) / 2.0, heading_error, progress / 100.0]
     for k in [k for k in range(-neighbours, neighbours + 1) if k != 0]:
-        present = at_ego(shift(valid, k, False).astype(x.dtype))
-        dx = at_ego(shift(x, k, 0.0)) - ex
-        dy = at_ego(shift(y, k, 0.0)) - ey
+        there = shift(valid, k, False)
+        present = at_ego(there.astype(x.dtype))
+        dx = at_ego(jnp.where(there, shift(x, k, 0.0), ex)) - ex
+        dy = at_ego(jnp.where(there, shift(y, k, 0.0), ey)) - ey
         fx = (dx * ec + dy * es) / 50.0
         fy = (-dx * es + dy * ec) / 50.0
-        dv = (at_ego(shift(speed, k, 0.0)) - ev) / 30.0
-        features += [present * fx, present * fy, present * dv, present]
+        dv = (at_ego(jnp.where(there, shift(speed, k, 0.0), ev)) - ev) / 30.0
+        features += [fx, fy, dv, present]
     return jnp.stack(features).astype(jnp.float32)

@@ -25,7 +25,7 @@ def init_mlp(seed: int, sizes: tuple[int, ...]) -> MLPParams:
     """MLP with layer ``sizes`` (input first, 2 last), scaled-normal weights, zero biases."""
     rng = np.random.default_rng(seed)
     weights, biases = [], []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+    for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
         weights.append(jnp.asarray(rng.normal(0.0, 1.0 / np.sqrt(n_in), (n_in, n_out)), jnp.float32))
         biases.append(jnp.zeros((n_out,), jnp.float32))
     return MLPParams(weights=tuple(weights), biases=tuple(biases))

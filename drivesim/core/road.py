@@ -18,7 +18,8 @@ _EPS = 1e-9
 
 @pytree_dataclass
 class RouteSegments:
-    """Segments of one route per agent; every field is (..., N, S) float32.
+    """Segments of routes; every field is (..., L, S) float32 for lanes and (..., S, N)
+    for the agents' own routes (segment axis first).
 
     ax, ay: segment start; ux, uy: unit direction; length: segment length;
     s0: arc length at the start; lo, hi: clip range of the along-segment coordinate
@@ -67,19 +68,20 @@ def lane_segments(centers: Array) -> RouteSegments:
 
 
 def agent_segments(road: RoadMap, route: Array) -> RouteSegments:
-    """Route segments for each agent: road (L, P, 2) and route (N,) int32 -> (N, S).
+    """Route segments for each agent, segment axis first: road (L, P, 2) and route (N,)
+    int32 -> fields (S, N).
 
     Used once per rollout (a one-hot selection over lanes, not a gather in the loop).
     """
     lanes = lane_segments(road.centers)  # (L, S)
     num_lanes = road.centers.shape[-3]
-    onehot = (route[:, None] == jnp.arange(num_lanes)[None, :]).astype(jnp.float32)  # (N, L)
+    onehot = (route[None, :] == jnp.arange(num_lanes)[:, None]).astype(jnp.float32)  # (L, N)
 
-    def pick(values):  # (L, S) -> (N, S)
-        finite = jnp.where(jnp.isfinite(values), values, 0.0)
-        picked = onehot @ finite
-        pos_inf = onehot @ (values == jnp.inf).astype(jnp.float32)
-        neg_inf = onehot @ (values == -jnp.inf).astype(jnp.float32)
+    def pick(values):  # (L, S) -> (S, N)
+        finite = jnp.where(jnp.isfinite(values), values, 0.0).T
+        picked = finite @ onehot
+        pos_inf = (values == jnp.inf).astype(jnp.float32).T @ onehot
+        neg_inf = (values == -jnp.inf).astype(jnp.float32).T @ onehot
         return jnp.where(pos_inf > 0, jnp.inf, jnp.where(neg_inf > 0, -jnp.inf, picked))
 
     return RouteSegments(**{name: pick(getattr(lanes, name)) for name in RouteSegments.__dataclass_fields__})
@@ -98,39 +100,45 @@ class Projection:
     ty: Array
 
 
+def _first_true(mask: Array) -> Array:
+    """Float mask (S, N) of the first True along axis 0 (segment axis)."""
+    if mask.shape[0] == 1:
+        return mask.astype(jnp.float32)
+    first = jnp.cumsum(mask.astype(jnp.int32), axis=0) == 1
+    return (first & mask).astype(jnp.float32)
+
+
 def project(x: Array, y: Array, seg: RouteSegments) -> Projection:
-    """Project points (N,) onto their own routes (N, S): nearest point over real segments."""
-    px = x[..., None] - seg.ax
-    py = y[..., None] - seg.ay
+    """Project points (N,) onto their own routes (fields (S, N)): nearest real segment."""
+    px = x[None] - seg.ax
+    py = y[None] - seg.ay
     along = jnp.clip(px * seg.ux + py * seg.uy, seg.lo, seg.hi)
     ex = px - along * seg.ux
     ey = py - along * seg.uy
-    dist2 = jnp.where(seg.ok > 0, ex * ex + ey * ey, jnp.inf)
-    if dist2.shape[-1] == 1:
-        pick = jnp.ones_like(dist2)
+    if seg.ax.shape[0] == 1:
+        pick = jnp.ones_like(px)
     else:
-        best = jnp.min(dist2, axis=-1, keepdims=True)
-        first = jnp.cumsum((dist2 <= best).astype(jnp.int32), axis=-1) == 1
-        pick = (first & (dist2 <= best)).astype(x.dtype)
-    s = jnp.sum(pick * (seg.s0 + along), axis=-1)
-    tx = jnp.sum(pick * seg.ux, axis=-1)
-    ty = jnp.sum(pick * seg.uy, axis=-1)
-    d = jnp.sum(pick * (-ex * seg.uy + ey * seg.ux), axis=-1)
+        dist2 = jnp.where(seg.ok > 0, ex * ex + ey * ey, jnp.inf)
+        pick = _first_true(dist2 <= jnp.min(dist2, axis=0, keepdims=True))
+    s = jnp.sum(pick * (seg.s0 + along), axis=0)
+    tx = jnp.sum(pick * seg.ux, axis=0)
+    ty = jnp.sum(pick * seg.uy, axis=0)
+    d = jnp.sum(pick * (-ex * seg.uy + ey * seg.ux), axis=0)
     return Projection(s=s, d=d, tx=tx, ty=ty)
 
 
 def point_at(s: Array, seg: RouteSegments) -> tuple[Array, Array]:
-    """Point at arc length s (N,) on each agent's route (N, S) -> (x, y), each (N,)."""
+    """Point at arc length s (N,) on each agent's route (fields (S, N)) -> (x, y), each (N,)."""
+    local = s[None] - seg.s0
+    if seg.ax.shape[0] == 1:
+        return (seg.ax + local * seg.ux)[0], (seg.ay + local * seg.uy)[0]
     end = seg.s0 + seg.length
-    inside = (s[..., None] >= seg.s0) & ((s[..., None] < end) | (seg.hi == jnp.inf))
-    inside = inside & (seg.ok > 0)
-    before_all = s[..., None] < seg.s0[..., :1]
-    inside = inside | (before_all & (jnp.arange(seg.s0.shape[-1]) == 0))
-    first = jnp.cumsum(inside.astype(jnp.int32), axis=-1) == 1
-    pick = (first & inside).astype(s.dtype)
-    local = s[..., None] - seg.s0
-    x = jnp.sum(pick * (seg.ax + local * seg.ux), axis=-1)
-    y = jnp.sum(pick * (seg.ay + local * seg.uy), axis=-1)
+    inside = (s[None] >= seg.s0) & ((s[None] < end) | (seg.hi == jnp.inf)) & (seg.ok > 0)
+    before_all = s[None] < seg.s0[:1]
+    inside = inside | (before_all & (jnp.arange(seg.s0.shape[0]) == 0)[:, None])
+    pick = _first_true(inside)
+    x = jnp.sum(pick * (seg.ax + local * seg.ux), axis=0)
+    y = jnp.sum(pick * (seg.ay + local * seg.uy), axis=0)
     return x, y
 
 

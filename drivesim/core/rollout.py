@@ -8,13 +8,14 @@ The RL environment (drivesim.train) drives the same ``advance`` with an external
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 
 from drivesim.core import behavior, interactions
-from drivesim.core.dynamics import bicycle_step, clip_controls
+from drivesim.core.dynamics import bicycle_step_tan
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import ego_observation
 from drivesim.core.road import RouteSegments, agent_segments, on_road, point_at, project
@@ -26,48 +27,75 @@ from drivesim.core.types import (
     SimConfig,
     Trajectory,
     pytree_dataclass,
-    replace,
 )
+
+DYN_ROWS = ("x", "y", "heading", "cos_h", "sin_h", "speed", "accel", "valid")
+PROP_ROWS = (
+    "length", "width", "lane_width", "stop_s", "v0", "T", "s0", "a", "b", "delta",
+    "base_valid", "is_ego", "agent_id", "replay",
+)
+SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
+_BOOL_ROWS = {"valid", "base_valid", "is_ego", "replay"}
 
 
 @pytree_dataclass
 class SortedAgents:
-    """Per-agent arrays in sorted order; (N,) unless noted, seg fields (N, S).
+    """Per-agent arrays in sorted order, packed so one permutation moves everything.
 
-    cos_h, sin_h cache cos/sin of heading. base_valid: slot holds an agent; valid: the
-    agent is present now (replayed agents appear and vanish with their log).
-    agent_id: the slot index in the scenario's original order.
+    dyn: (8, N) float32 rows DYN_ROWS (x, y, heading, cos/sin of heading, speed, last
+        acceleration, present-now flag).
+    props: (14 + 9 S, N) float32 rows PROP_ROWS then the route segments (S rows per
+        RouteSegments field). base_valid: slot holds an agent; agent_id: slot index in the
+        scenario's original order. Read rows through the attribute properties (``a.x``,
+        ``a.idm``, ``a.seg`` ...), which return (N,) arrays (bool for flags).
     """
 
-    x: Array
-    y: Array
-    heading: Array
-    cos_h: Array
-    sin_h: Array
-    speed: Array
-    accel: Array
-    length: Array
-    width: Array
-    base_valid: Array
-    valid: Array
-    is_ego: Array
-    agent_id: Array
-    lane_width: Array
-    stop_s: Array
-    replay: Array
-    idm: IDMParams
-    seg: RouteSegments
+    dyn: Array
+    props: Array
+
+    def __getattr__(self, name):
+        if name in DYN_ROWS:
+            row = self.dyn[DYN_ROWS.index(name)]
+        elif name in PROP_ROWS:
+            row = self.props[PROP_ROWS.index(name)]
+        else:
+            raise AttributeError(name)
+        if name in _BOOL_ROWS:
+            return row > 0.5
+        return row.astype(jnp.int32) if name == "agent_id" else row
+
+    @property
+    def idm(self) -> IDMParams:
+        return IDMParams(v0=self.v0, T=self.T, s0=self.s0, a=self.a, b=self.b, delta=self.delta)
+
+    @property
+    def seg(self) -> RouteSegments:
+        rows = self.props[len(PROP_ROWS):]
+        s = rows.shape[0] // len(SEG_FIELDS)
+        return RouteSegments(**{f: rows[i * s : (i + 1) * s] for i, f in enumerate(SEG_FIELDS)})
+
+
+def pack_dyn(x, y, heading, cos_h, sin_h, speed, accel, valid) -> Array:
+    """Stack the dynamic rows (each (N,)) into SortedAgents.dyn (8, N)."""
+    return jnp.stack([x, y, heading, cos_h, sin_h, speed, accel, valid.astype(jnp.float32)])
 
 
 @pytree_dataclass
 class SimState:
-    """State of one scenario during a rollout: agents, step t (), ego start arc length ()
-    and the running metrics."""
+    """State of one scenario during a rollout: agents, step t (), ego start arc length (),
+    the largest box diagonal () (window-overflow reach) and the running metrics."""
 
     agents: SortedAgents
     t: Array
     ego_s0: Array
+    reach: Array
     metrics: MetricsState
+
+
+def _ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
+    """The ego's entry of each (N,) row, in one masked reduction; list of ()."""
+    stacked = jnp.stack([r.astype(jnp.float32) for r in rows])
+    return list(jnp.sum(jnp.where(is_ego[None], stacked, 0.0), axis=1))
 
 
 def _at_ego(is_ego: Array, values: Array) -> Array:
@@ -85,42 +113,48 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     if scenario.log is not None:
         valid = valid & jnp.where(replay, scenario.log.valid[0], True)
     heading = ag.heading.astype(jnp.float32)
-    agents = SortedAgents(
-        x=ag.x, y=ag.y, heading=heading, cos_h=jnp.cos(heading), sin_h=jnp.sin(heading),
-        speed=ag.speed, accel=ag.accel, length=ag.length, width=ag.width,
-        base_valid=ag.valid, valid=valid, is_ego=jnp.arange(n) == scenario.ego_index,
-        agent_id=jnp.arange(n, dtype=jnp.int32), lane_width=onehot @ scenario.road.widths,
-        stop_s=scenario.stop_s, replay=replay, idm=scenario.idm,
-        seg=agent_segments(scenario.road, ag.route),
+    f32 = lambda v: jnp.asarray(v).astype(jnp.float32)  # noqa: E731
+    dyn = pack_dyn(ag.x, ag.y, heading, jnp.cos(heading), jnp.sin(heading), ag.speed, ag.accel, valid)
+    seg = agent_segments(scenario.road, ag.route)
+    idm = scenario.idm
+    rows = [
+        ag.length, ag.width, onehot @ scenario.road.widths, scenario.stop_s,
+        idm.v0, idm.T, idm.s0, idm.a, idm.b, idm.delta, ag.valid,
+        jnp.arange(n) == scenario.ego_index, jnp.arange(n), replay,
+    ]
+    props = jnp.concatenate(
+        [jnp.stack([f32(r) for r in rows])] + [getattr(seg, f) for f in SEG_FIELDS], axis=0
     )
-    key = interactions.sort_key(agents.x, agents.y, agents.valid, scenario.road.sort_axis)
+    key = interactions.sort_key(dyn[0], dyn[1], valid, scenario.road.sort_axis)
     order = jnp.argsort(key, stable=True)
-    agents = jax.tree_util.tree_map(lambda leaf: leaf[order], agents)
+    agents = SortedAgents(dyn=dyn[:, order], props=props[:, order])
     proj = project(agents.x, agents.y, agents.seg)
+    diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     return SimState(
         agents=agents,
         t=jnp.zeros((), jnp.int32),
         ego_s0=_at_ego(agents.is_ego, proj.s),
+        reach=jnp.max(jnp.where(ag.valid, diag, 0.0)),
         metrics=init_metrics(),
     )
 
 
-def _ego_controls(state, scenario, config, policy, proj, gap, lead_v, lane_steer):
-    """The ego's (accel, steer) under ``config.policy``; each ()."""
-    a = state.agents
-    ego_speed = _at_ego(a.is_ego, a.speed)
+def _ego_controls(state, config, policy, proj, ego_pre):
+    """The ego's (accel, tan(steer)) under ``config.policy``; each (). ``ego_pre`` holds
+    the ego's speed, gap, leader speed and lane-keeping tan(steer) before the step."""
+    ego_speed, ego_gap, ego_lead, lane_tan = ego_pre
     if config.policy == "idm":
-        ego_gap = _at_ego(a.is_ego, gap)
-        ego_lead = _at_ego(a.is_ego, lead_v)
-        accel = behavior.follow_acceleration(ego_speed, ego_gap, ego_lead, policy)
-        return accel, _at_ego(a.is_ego, lane_steer)
+        return behavior.follow_acceleration(ego_speed, ego_gap, ego_lead, policy), lane_tan
     if config.policy == "constant":
-        return jnp.zeros((), jnp.float32), _at_ego(a.is_ego, lane_steer)
+        return jnp.zeros((), jnp.float32), lane_tan
     if config.policy == "open_loop":
         index = jnp.minimum(state.t, policy.actions.shape[0] - 1)
-        return policy.actions[index, 0], policy.actions[index, 1]
-    obs = observation_of(state, proj, config)
-    return behavior.action_from_unit(behavior.mlp_forward(policy, obs), config)
+        accel, steer = policy.actions[index, 0], policy.actions[index, 1]
+    else:
+        obs = observation_of(state, proj, config)
+        accel, steer = behavior.action_from_unit(behavior.mlp_forward(policy, obs), config)
+    steer = jnp.clip(steer, -config.max_steer, config.max_steer)
+    return accel, jnp.tan(steer)
 
 
 def observation_of(state: SimState, proj, config: SimConfig) -> Array:
@@ -133,149 +167,185 @@ def observation_of(state: SimState, proj, config: SimConfig) -> Array:
     )
 
 
+def _leaders(a: SortedAgents, proj, scenario: Scenario, config: SimConfig):
+    """Gap to, and speed of, each agent's leader (vehicle or yield line); (N,) each."""
+    axis = scenario.road.sort_axis
+    forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0
+    gap, lead_v, has_lead = interactions.find_leaders(
+        a.x, a.y, a.speed, a.length, a.valid, proj.tx, proj.ty, proj.d, a.lane_width,
+        config.window, forward=forward,
+    )
+    busy = behavior.conflict_busy(
+        a.x, a.y, a.cos_h, a.sin_h, a.speed, a.valid & ~jnp.isfinite(a.stop_s),
+        scenario.road.conflict_xy, scenario.road.conflict_radius, config,
+    )
+    stop_gap = a.stop_s - proj.s - 0.5 * a.length
+    use_stop = busy & (stop_gap > -1.0) & (stop_gap < gap)
+    gap = jnp.where(use_stop, stop_gap, gap)
+    lead_v = jnp.where(use_stop, 0.0, lead_v)
+    return gap, lead_v, has_lead | use_stop
+
+
+def _replay(a: SortedAgents, t: Array, log, kinematics):
+    """Overwrite replayed agents' (x, y, heading, speed, valid) with their log at t + 1."""
+    x, y, heading, speed, valid = kinematics
+    lt = jnp.minimum(t + 1, log.valid.shape[0] - 1)
+    ids = a.agent_id
+    rep = a.replay
+    x = jnp.where(rep, log.xy[lt, :, 0][ids], x)
+    y = jnp.where(rep, log.xy[lt, :, 1][ids], y)
+    heading = jnp.where(rep, log.heading[lt][ids], heading)
+    speed = jnp.where(rep, log.speed[lt][ids], speed)
+    valid = jnp.where(rep, a.base_valid & log.valid[lt][ids], valid)
+    return x, y, heading, speed, valid
+
+
+def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Array, step_index):
+    """Keep agents ordered along the sort axis: one odd-even pass per step (parity t % 2),
+    or, inside a rollout (``step_index`` unbatched), both passes every resort_every steps
+    under a real conditional."""
+    axis = scenario.road.sort_axis
+
+    def one_pass(ag, parity):
+        key = interactions.sort_key(ag.x, ag.y, ag.valid, axis)
+        return interactions.odd_even_pass(ag, key, parity)
+
+    if step_index is None:
+        return one_pass(agents, t % 2)
+    return jax.lax.cond(
+        step_index % config.resort_every == 0,
+        lambda ag: one_pass(one_pass(ag, 0), 1),
+        lambda ag: ag,
+        agents,
+    )
+
+
 def advance(
-    state: SimState, scenario: Scenario, config: SimConfig, policy, ego_action=None
+    state: SimState, scenario: Scenario, config: SimConfig, policy, ego_action=None, step_index=None
 ) -> tuple[SimState, StepInfo]:
     """One simulation step of one scenario.
 
     policy: the ego policy parameters for ``config.policy``; ego_action: optional
-    (accel, steer) pair of () arrays that overrides the policy (used by the RL env).
+    (accel, steer) pair of () arrays that overrides the policy (used by the RL env);
+    step_index: optional unbatched () step counter shared by a whole batch (rollouts pass
+    it so the re-sort can be a real branch under vmap).
     Finished or padding scenarios (t >= episode_length or valid=False) do not change.
     """
     a = state.agents
     t = state.t
     active = scenario.valid & (t < scenario.episode_length)
-    road = scenario.road
     with jax.named_scope("leaders"):
         proj = project(a.x, a.y, a.seg)
-        gap, lead_v, has_lead = interactions.find_leaders(
-            a.x, a.y, a.speed, a.length, a.valid, proj.tx, proj.ty, proj.d, a.lane_width,
-            config.window,
-        )
-        busy = behavior.conflict_busy(
-            a.x, a.y, a.cos_h, a.sin_h, a.speed, a.valid & ~jnp.isfinite(a.stop_s),
-            road.conflict_xy, road.conflict_radius, config,
-        )
-        stop_gap = a.stop_s - proj.s - 0.5 * a.length
-        use_stop = busy & (stop_gap > -1.0) & (stop_gap < gap)
-        gap = jnp.where(use_stop, stop_gap, gap)
-        lead_v = jnp.where(use_stop, 0.0, lead_v)
-        has_lead = has_lead | use_stop
+        gap, lead_v, has_lead = _leaders(a, proj, scenario, config)
     with jax.named_scope("controls"):
         accel = behavior.follow_acceleration(a.speed, gap, lead_v, a.idm)
         target_x, target_y = point_at(proj.s + behavior.lookahead_distance(a.speed, config), a.seg)
-        steer = behavior.pure_pursuit_steer(a.x, a.y, a.cos_h, a.sin_h, a.length, target_x, target_y, config)
+        tan_max = math.tan(config.max_steer)
+        lane_tan = jnp.clip(
+            behavior.pure_pursuit_tan(a.x, a.y, a.cos_h, a.sin_h, a.length, target_x, target_y, config),
+            -tan_max, tan_max,
+        )
+        ego_pre = _ego_values(a.is_ego, [a.speed, gap, lead_v, lane_tan, has_lead, a.accel])
         if ego_action is None:
-            ego_accel, ego_steer = _ego_controls(state, scenario, config, policy, proj, gap, lead_v, steer)
+            ego_accel, ego_tan = _ego_controls(state, config, policy, proj, ego_pre[:4])
         else:
-            ego_accel, ego_steer = ego_action
-        accel = jnp.where(a.is_ego, ego_accel, accel)
-        steer = jnp.where(a.is_ego, ego_steer, steer)
-        accel, steer = clip_controls(accel, steer, config)
+            ego_accel = ego_action[0]
+            ego_tan = jnp.tan(jnp.clip(ego_action[1], -config.max_steer, config.max_steer))
+        accel = jnp.clip(jnp.where(a.is_ego, ego_accel, accel), config.min_accel, config.max_accel)
+        tan_steer = jnp.where(a.is_ego, ego_tan, lane_tan)
     with jax.named_scope("dynamics"):
-        x, y, heading, speed = bicycle_step(a.x, a.y, a.heading, a.speed, a.length, accel, steer, config)
+        x, y, heading, speed = bicycle_step_tan(
+            a.x, a.y, a.heading, a.cos_h, a.sin_h, a.speed, a.length, accel, tan_steer, config
+        )
         valid = a.valid
-        log = scenario.log
-        if log is not None:
-            lt = jnp.minimum(t + 1, log.valid.shape[0] - 1)
-            log_x = log.xy[lt, :, 0][a.agent_id]
-            log_y = log.xy[lt, :, 1][a.agent_id]
-            log_valid = log.valid[lt][a.agent_id]
-            rep = a.replay
-            x = jnp.where(rep, log_x, x)
-            y = jnp.where(rep, log_y, y)
-            heading = jnp.where(rep, log.heading[lt][a.agent_id], heading)
-            speed = jnp.where(rep, log.speed[lt][a.agent_id], speed)
-            valid = jnp.where(rep, a.base_valid & log_valid, valid)
+        if scenario.log is not None:
+            x, y, heading, speed, valid = _replay(a, t, scenario.log, (x, y, heading, speed, valid))
         moving = active & (a.valid | valid)
         new_accel = (speed - a.speed) / config.dt
-        keep = lambda new, old: jnp.where(moving, new, old)  # noqa: E731
-        agents = replace(
-            a, x=keep(x, a.x), y=keep(y, a.y), heading=keep(heading, a.heading),
-            cos_h=keep(jnp.cos(heading), a.cos_h), sin_h=keep(jnp.sin(heading), a.sin_h),
-            speed=keep(speed, a.speed), accel=keep(new_accel, a.accel),
-            valid=jnp.where(active, valid, a.valid),
-        )
+        dyn = pack_dyn(x, y, heading, jnp.cos(heading), jnp.sin(heading), speed, new_accel, valid)
+        agents = SortedAgents(dyn=jnp.where(moving[None], dyn, a.dyn), props=a.props)
     with jax.named_scope("resort"):
-        key = interactions.sort_key(agents.x, agents.y, agents.valid, road.sort_axis)
-        agents = interactions.odd_even_pass(agents, key, t % 2)
+        agents = _resort(agents, scenario, config, t, step_index)
     with jax.named_scope("metrics"):
-        info = _step_info(state, agents, scenario, config, active, (gap, lead_v, has_lead))
+        info = _step_info(state, agents, scenario, config, active, ego_pre)
         metrics = update_metrics(state.metrics, info, t)
-    return SimState(agents=agents, t=t + 1, ego_s0=state.ego_s0, metrics=metrics), info
+    new_state = SimState(agents=agents, t=t + 1, ego_s0=state.ego_s0, reach=state.reach, metrics=metrics)
+    return new_state, info
 
 
-def _step_info(state, agents, scenario, config, active, leader) -> StepInfo:
+def _log_divergence(state: SimState, agents: SortedAgents, log) -> tuple[Array, Array]:
+    """Summed distance to the log of non-replayed logged agents after the step, and count."""
+    lt = jnp.minimum(state.t + 1, log.valid.shape[0] - 1)
+    ids = agents.agent_id
+    logged = log.valid[lt][ids] & agents.base_valid & ~agents.replay
+    logged = logged & (state.t + 1 < log.valid.shape[0])
+    dx = agents.x - log.xy[lt, :, 0][ids]
+    dy = agents.y - log.xy[lt, :, 1][ids]
+    dist = jnp.sqrt(dx * dx + dy * dy)
+    return jnp.sum(jnp.where(logged, dist, 0.0)), jnp.sum(logged.astype(jnp.float32))
+
+
+def _step_info(state, agents, scenario, config, active, ego_pre) -> StepInfo:
     """Observations of the new state (after a step) for the metrics."""
-    old = state.agents
-    gap, lead_v, has_lead = leader
-    collided, pairs = interactions.window_collisions(
+    ego_speed, ego_gap, ego_lead, _lane, ego_has_lead, ego_accel_old = ego_pre
+    hits = interactions.window_pair_hits(
         agents.x, agents.y, agents.cos_h, agents.sin_h, agents.length, agents.width,
         agents.valid, config.window,
     )
-    ego_x = _at_ego(agents.is_ego, agents.x)
-    ego_y = _at_ego(agents.is_ego, agents.y)
+    pairs, ego_hit = interactions.collision_summary(hits, agents.is_ego)
     proj = project(agents.x, agents.y, agents.seg)
-    closing = _at_ego(old.is_ego, old.speed - lead_v)
-    ego_gap = jnp.maximum(_at_ego(old.is_ego, jnp.where(has_lead, gap, 0.0)), 0.0)
-    ego_has_lead = jnp.any(old.is_ego & has_lead)
-    ttc = jnp.where(ego_has_lead & (closing > 0), ego_gap / jnp.where(closing > 0, closing, 1.0), jnp.inf)
-    jerk = jnp.abs(_at_ego(agents.is_ego, agents.accel) - _at_ego(old.is_ego, old.accel)) / config.dt
     finite = jnp.isfinite(agents.x) & jnp.isfinite(agents.y) & jnp.isfinite(agents.heading)
     finite = finite & jnp.isfinite(agents.speed)
-    div_sum = jnp.zeros((), jnp.float32)
-    div_count = jnp.zeros((), jnp.float32)
-    log = scenario.log
-    if log is not None:
-        lt = jnp.minimum(state.t + 1, log.valid.shape[0] - 1)
-        logged = log.valid[lt][agents.agent_id] & agents.base_valid & ~agents.replay
-        logged = logged & (state.t + 1 < log.valid.shape[0])
-        dx = agents.x - log.xy[lt, :, 0][agents.agent_id]
-        dy = agents.y - log.xy[lt, :, 1][agents.agent_id]
-        dist = jnp.sqrt(dx * dx + dy * dy)
-        div_sum = jnp.sum(jnp.where(logged, dist, 0.0))
-        div_count = jnp.sum(logged.astype(jnp.float32))
+    ego_x, ego_y, ego_s, ego_accel = _ego_values(agents.is_ego, [agents.x, agents.y, proj.s, agents.accel])
+    closing = ego_speed - ego_lead
+    ttc_ok = (ego_has_lead > 0.5) & (closing > 0)
+    ttc = jnp.where(ttc_ok, jnp.maximum(ego_gap, 0.0) / jnp.where(ttc_ok, closing, 1.0), jnp.inf)
+    div_sum = div_count = jnp.zeros((), jnp.float32)
+    if scenario.log is not None:
+        div_sum, div_count = _log_divergence(state, agents, scenario.log)
     key = interactions.sort_key(agents.x, agents.y, agents.valid, scenario.road.sort_axis)
     return StepInfo(
         active=active,
-        ego_collided=jnp.any(collided & agents.is_ego),
+        ego_collided=ego_hit,
         offroad=~on_road(ego_x, ego_y, scenario.road),
         collision_pairs=pairs,
-        ego_progress=_at_ego(agents.is_ego, proj.s) - state.ego_s0,
+        ego_progress=ego_s - state.ego_s0,
         ego_ttc=ttc,
-        ego_jerk=jerk,
+        ego_jerk=jnp.abs(ego_accel - ego_accel_old) / config.dt,
         has_nan=jnp.any(agents.valid & ~finite),
         div_sum=div_sum,
         div_count=div_count,
-        overflow=interactions.window_overflow(key, agents.length, agents.width, agents.valid, config.window),
+        overflow=interactions.window_overflow(key, agents.valid, state.reach, config.window),
     )
 
 
 def rollout(scenario: Scenario, policy, config: SimConfig) -> RolloutMetrics:
     """Simulate one scenario for config.num_steps steps; per-scenario metrics only."""
 
-    def body(state, _):
-        state, _info = advance(state, scenario, config, policy)
+    def body(state, step_index):
+        state, _info = advance(state, scenario, config, policy, step_index=step_index)
         return state, None
 
-    state, _ = jax.lax.scan(body, reset(scenario, config), None, length=config.num_steps)
+    steps = jnp.arange(config.num_steps, dtype=jnp.int32)
+    state, _ = jax.lax.scan(body, reset(scenario, config), steps)
     return finalize_metrics(state.metrics, scenario.log is not None)
 
 
 def rollout_trajectory(scenario: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
     """Like :func:`rollout`, also returning the trajectory (S, N) in original agent order."""
 
-    def body(state, _):
-        state, _info = advance(state, scenario, config, policy)
+    def body(state, step_index):
+        state, _info = advance(state, scenario, config, policy, step_index=step_index)
         a = state.agents
         return state, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
 
-    state, (x, y, heading, speed, valid, ids) = jax.lax.scan(
-        body, reset(scenario, config), None, length=config.num_steps
-    )
+    steps = jnp.arange(config.num_steps, dtype=jnp.int32)
+    state, (x, y, heading, speed, valid, ids) = jax.lax.scan(body, reset(scenario, config), steps)
     back = jnp.argsort(ids, axis=-1)
     unsort = partial(jnp.take_along_axis, indices=back, axis=-1)
-    trajectory = Trajectory(x=unsort(x), y=unsort(y), heading=unsort(heading), speed=unsort(speed), valid=unsort(valid))
+    trajectory = Trajectory(
+        x=unsort(x), y=unsort(y), heading=unsort(heading), speed=unsort(speed), valid=unsort(valid)
+    )
     return finalize_metrics(state.metrics, scenario.log is not None), trajectory
 
 

@@ -1,0 +1,138 @@
+"""Host-side validation of scenarios (never inside jit).
+
+:class:`ScenarioError` is the one error type for bad scenario input anywhere in drivesim
+(CommonRoad files, stores, synthetic families): it names the file, the scenario id, the
+field and the reason, so a campaign can record it and go on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from drivesim.core.types import Scenario
+
+MAX_AGENTS = 128  # the largest padding size class
+
+
+class ScenarioError(ValueError):
+    """Bad scenario input. Attributes: path (file or store, "" if none), scenario_id
+    (int, str or None), field (element / field path) and reason (what is wrong)."""
+
+    def __init__(self, reason: str, path: str = "", scenario_id=None, field: str = ""):
+        self.path = str(path)
+        self.scenario_id = scenario_id
+        self.field = field
+        self.reason = reason
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        parts = []
+        if self.path:
+            parts.append(f"file {self.path}")
+        if self.scenario_id is not None:
+            parts.append(f"scenario {self.scenario_id}")
+        if self.field:
+            parts.append(f"field {self.field}")
+        where = ", ".join(parts)
+        return f"{where}: {self.reason}" if where else self.reason
+
+    def __reduce__(self):  # picklable across processes
+        return (ScenarioError, (self.reason, self.path, self.scenario_id, self.field))
+
+
+def _where(where: str) -> tuple[str, object]:
+    """Split a ``where`` hint "path#id" into (path, scenario id)."""
+    if "#" in where:
+        path, sid = where.rsplit("#", 1)
+        return path, sid
+    return where, None
+
+
+def validate_scenario(scenario: Scenario, where: str = "") -> None:
+    """Raise ScenarioError when a host scenario (unpadded or padded, unbatched) is unusable:
+    zero agents, too many agents, inconsistent shapes, ego index out of range, or a
+    non-finite state. ``where``: file or "file#id" to name in the error."""
+    path, sid = _where(where)
+    if sid is None:
+        try:
+            sid = int(np.asarray(scenario.scenario_id))
+        except (TypeError, ValueError):
+            sid = None
+
+    def fail(field: str, reason: str):
+        raise ScenarioError(reason, path=path, scenario_id=sid, field=field)
+
+    ag = scenario.agents
+    n = np.asarray(ag.x).shape[0] if np.asarray(ag.x).ndim == 1 else -1
+    if n < 0:
+        fail("agents.x", f"expected shape (N,), got {np.asarray(ag.x).shape}")
+    _check_agent_shapes(scenario, n, fail)
+    valid = np.asarray(ag.valid, bool)
+    real = int(valid.sum())
+    if real == 0:
+        fail("agents.valid", "zero agents (the scenario has no valid agent)")
+    if n > MAX_AGENTS:
+        fail("agents", f"too many agents: {n} > {MAX_AGENTS} (the largest size class)")
+    ego = int(np.asarray(scenario.ego_index))
+    if not 0 <= ego < n or not valid[ego]:
+        fail("ego_index", f"ego index {ego} is not a valid agent slot (N = {n})")
+    for name in ("x", "y", "heading", "speed", "accel", "length", "width"):
+        values = np.asarray(getattr(ag, name))[valid]
+        if not np.all(np.isfinite(values)):
+            fail(f"agents.{name}", "non-finite value (NaN or Inf)")
+    if np.any(np.asarray(ag.length)[valid] <= 0) or np.any(np.asarray(ag.width)[valid] <= 0):
+        fail("agents.length/width", "box size must be > 0")
+    if np.any(np.isnan(np.asarray(scenario.stop_s))):
+        fail("stop_s", "NaN stop arc length")
+    _check_road(scenario, ag, valid, fail)
+    _check_log(scenario, n, fail)
+    if int(np.asarray(scenario.episode_length)) < 1:
+        fail("episode_length", "episode length must be >= 1")
+
+
+def _check_agent_shapes(scenario: Scenario, n: int, fail) -> None:
+    ag = scenario.agents
+    for name in ag.__dataclass_fields__:
+        if np.asarray(getattr(ag, name)).shape != (n,):
+            fail(f"agents.{name}", f"shape {np.asarray(getattr(ag, name)).shape} != ({n},)")
+    for name in scenario.idm.__dataclass_fields__:
+        if np.asarray(getattr(scenario.idm, name)).shape != (n,):
+            fail(f"idm.{name}", f"shape {np.asarray(getattr(scenario.idm, name)).shape} != ({n},)")
+    if np.asarray(scenario.stop_s).shape != (n,):
+        fail("stop_s", f"shape {np.asarray(scenario.stop_s).shape} != ({n},)")
+
+
+def _check_road(scenario: Scenario, ag, valid: np.ndarray, fail) -> None:
+    road = scenario.road
+    centers = np.asarray(road.centers)
+    if centers.ndim != 3 or centers.shape[-1] != 2 or centers.shape[0] < 1 or centers.shape[1] < 2:
+        fail("road.centers", f"expected shape (L>=1, P>=2, 2), got {centers.shape}")
+    lanes = centers.shape[0]
+    for name in ("widths", "lane_valid"):
+        if np.asarray(getattr(road, name)).shape != (lanes,):
+            fail(f"road.{name}", f"shape {np.asarray(getattr(road, name)).shape} != ({lanes},)")
+    if not np.all(np.isfinite(centers)):
+        fail("road.centers", "non-finite lane point")
+    axis = np.asarray(road.sort_axis)
+    if axis.shape != (2,) or not np.isclose(np.linalg.norm(axis), 1.0, atol=1e-3):
+        fail("road.sort_axis", "must be a (2,) unit vector")
+    route = np.asarray(ag.route)[valid]
+    if np.any(route < 0) or np.any(route >= lanes):
+        fail("agents.route", f"route index outside [0, {lanes})")
+    if not np.all(np.asarray(road.lane_valid)[route]):
+        fail("agents.route", "an agent's route is a padding lane")
+
+
+def _check_log(scenario: Scenario, n: int, fail) -> None:
+    log = scenario.log
+    if log is None:
+        return
+    steps = np.asarray(log.valid).shape[0] if np.asarray(log.valid).ndim == 2 else 0
+    expect = {"xy": (steps, n, 2), "heading": (steps, n), "speed": (steps, n), "valid": (steps, n),
+              "replay": (n,)}
+    for name, shape in expect.items():
+        if steps < 1 or np.asarray(getattr(log, name)).shape != shape:
+            fail(f"log.{name}", f"shape {np.asarray(getattr(log, name)).shape} != {shape}")
+    lv = np.asarray(log.valid, bool)
+    if not np.all(np.isfinite(np.asarray(log.xy)[lv])) or not np.all(np.isfinite(np.asarray(log.speed)[lv])):
+        fail("log.xy", "non-finite logged state")
