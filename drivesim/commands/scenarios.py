@@ -1,9 +1,93 @@
-"""CLI commands of this room (filled in by its issue)."""
+"""CLI: ``drivesim import commonroad`` and ``drivesim scenarios generate|info``."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add this room's commands to app."""
+    """Add the scenario commands (``import`` and ``scenarios`` groups) to ``app``."""
+    import_app = typer.Typer(help="Import recorded scenarios into a drivesim scenario store.",
+                             no_args_is_help=True)
+    scen_app = typer.Typer(help="Make and inspect drivesim scenario stores.", no_args_is_help=True)
+    app.add_typer(import_app, name="import")
+    app.add_typer(scen_app, name="scenarios")
+
+    @import_app.command("commonroad")
+    def import_commonroad(
+        paths: Annotated[list[Path], typer.Argument(help="CommonRoad XML files or directories of *.xml.")],
+        out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
+        replay: Annotated[bool, typer.Option(
+            "--replay/--idm", help="Non-ego agents replay their logs, or are driven by IDM.")] = False,
+        dt: Annotated[float, typer.Option(
+            "--dt", help="Simulation time step [s]; logs are resampled to it.")] = 0.1,
+    ) -> None:
+        """Import CommonRoad scenarios (2018b and 2020a) into a store; bad files are
+        reported and skipped (exit code 1 if any failed)."""
+        from drivesim.scenarios.sources import CommonRoadSource, ScenarioError
+        from drivesim.scenarios.store import StoreWriter
+
+        try:
+            source = CommonRoadSource(paths, replay=replay, dt=dt)
+        except ScenarioError as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+        failed = 0
+        with StoreWriter(out) as writer:
+            for position in range(len(source)):
+                try:
+                    record = source.load(position)
+                    writer.write(record)
+                except ScenarioError as err:
+                    failed += 1
+                    typer.echo(f"skipped: {err}", err=True)
+                    continue
+                typer.echo(f"imported {record.name}: {record.num_agents} agents, "
+                           f"{record.scenario.log.valid.shape[0]} log steps")
+        typer.echo(f"wrote {writer.count} scenarios to {out} ({failed} failed)")
+        if failed:
+            raise typer.Exit(1)
+
+    @scen_app.command("generate")
+    def generate(
+        family: Annotated[str, typer.Argument(
+            help="Synthetic family, or several comma-separated (highway, merge, intersection).")],
+        count: Annotated[int, typer.Option("--count", min=1, help="Number of scenarios to generate.")],
+        out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
+        seed: Annotated[int, typer.Option(
+            "--seed", help="Campaign seed (a scenario derives from seed, family, id).")] = 0,
+        first_id: Annotated[int, typer.Option(
+            "--first-id", min=0, help="Global id of the first scenario.")] = 0,
+        row_group: Annotated[int, typer.Option(
+            "--row-group", min=1, help="Scenarios per Parquet row group.")] = 512,
+    ) -> None:
+        """Generate COUNT synthetic scenarios into a store (deterministic per id and seed)."""
+        from drivesim.scenarios.sources import SyntheticSource
+        from drivesim.scenarios.store import write_store
+
+        try:
+            source = SyntheticSource(family.split(","), count, seed, first_id)
+        except ValueError as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+        written = write_store(out, (source.load(p) for p in range(len(source))), row_group_size=row_group)
+        typer.echo(f"wrote {written} scenarios ({source.describe()}) to {out}")
+
+    @scen_app.command("info")
+    def info(store: Annotated[Path, typer.Argument(help="Scenario store to describe.")]) -> None:
+        """Summarise a store: scenarios per family and agent-count size class."""
+        import duckdb
+
+        from drivesim.scenarios.store import ScenarioStore
+
+        ScenarioStore(store)  # checks the schema version
+        rows = duckdb.sql(
+            "SELECT family, count(*) AS scenarios, min(num_agents) AS min_agents, "
+            "max(num_agents) AS max_agents, round(avg(num_agents), 1) AS mean_agents "
+            f"FROM read_parquet('{str(store).replace(chr(39), chr(39) * 2)}') GROUP BY family ORDER BY family"
+        ).fetchall()
+        for family, n, lo, hi, mean in rows:
+            typer.echo(f"{family}: {n} scenarios, agents {lo}..{hi} (mean {mean})")

@@ -1,10 +1,15 @@
-"""Padding host scenarios to fixed shapes and stacking them into host batches."""
+"""Padding host scenarios to fixed shapes, bucketing them by size class and stacking them
+into host batches (one shape per bucket, so each bucket compiles once)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
+from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, LogTrajectory, RoadMap, Scenario, replace
+from drivesim.core.validate import ScenarioError
+from drivesim.scenarios.record import ScenarioRecord
 
 
 def _pad_axis(values: np.ndarray, axis: int, size: int, fill) -> np.ndarray:
@@ -24,7 +29,9 @@ def _pad_axis(values: np.ndarray, axis: int, size: int, fill) -> np.ndarray:
     return np.concatenate([values, pad], axis=axis)
 
 
-def pad_scenario(sc: Scenario, num_agents: int, num_lanes: int, num_points: int, log_steps: int | None = None) -> Scenario:
+def pad_scenario(
+    sc: Scenario, num_agents: int, num_lanes: int, num_points: int, log_steps: int | None = None
+) -> Scenario:
     """Pad one host scenario to (N, L, P[, T]) = (num_agents, num_lanes, num_points, log_steps).
 
     Padding agents have valid=False, unit box size and default IDM parameters; padding
@@ -75,3 +82,150 @@ def pad_and_stack(scenarios: list[Scenario], num_agents: int | None = None) -> S
     logs = [s.log.valid.shape[0] for s in scenarios if s.log is not None]
     steps = max(logs) if logs else None
     return stack_scenarios([pad_scenario(s, n, lanes, points, steps) for s in scenarios])
+
+
+# --- size classes and bucketing -------------------------------------------------------
+
+SIZE_CLASSES = (8, 16, 32, 64, 128)
+# Lanes cost little (the drivable-area test is per ego), so lane classes are coarse; points
+# cost O(P) per agent per step, so point classes are finer. Coarse classes mean fewer buckets.
+LANE_CLASSES = (8, 32, 128, 256)
+POINT_CLASSES = (4, 8, 16, 32)
+LOG_CLASSES = (16, 32, 64, 128, 256, 512, 1024)
+
+
+def class_of(value: int, classes: tuple[int, ...], what: str) -> int:
+    """Smallest class >= value; ScenarioError when value exceeds the largest class."""
+    for c in classes:
+        if value <= c:
+            return c
+    raise ScenarioError(f"{what} {value} exceeds the largest class {classes[-1]}", field=what)
+
+
+def size_class(num_agents: int, classes: tuple[int, ...] = SIZE_CLASSES) -> int:
+    """Agent size class of a scenario with ``num_agents`` agent slots (8/16/32/64/128)."""
+    if num_agents < 1:
+        raise ScenarioError("zero agents", field="agents")
+    return class_of(int(num_agents), classes, "agents")
+
+
+@dataclass(frozen=True)
+class BucketKey:
+    """What must agree for scenarios to stack: agent, lane, point and log-length classes."""
+
+    agents: int
+    lanes: int
+    points: int
+    log_steps: int | None
+
+
+@dataclass
+class HostBatch:
+    """A stacked host batch of one bucket.
+
+    scenario: Scenario with NumPy fields and leading axis B (padding scenarios, if any,
+    have valid=False and come after the real ones); records / positions: the real
+    scenarios (len <= B) and their source positions; size_class: agent slots per scenario.
+    """
+
+    scenario: Scenario
+    records: list[ScenarioRecord]
+    positions: list[int]
+    size_class: int
+
+    @property
+    def batch_size(self) -> int:
+        return int(np.asarray(self.scenario.valid).shape[0])
+
+    @property
+    def real_agents(self) -> int:
+        return sum(r.num_agents for r in self.records)
+
+    @property
+    def agent_slots(self) -> int:
+        return self.batch_size * self.size_class
+
+
+def padding_waste(batches) -> float:
+    """Padded agent slots / real agent slots over ``batches`` (0 = no padding)."""
+    real = sum(b.real_agents for b in batches)
+    slots = sum(b.agent_slots for b in batches)
+    return (slots - real) / real if real else 0.0
+
+
+@dataclass(frozen=True)
+class BucketConfig:
+    """Padding classes of the Bucketer (each ascending)."""
+
+    sizes: tuple[int, ...] = SIZE_CLASSES
+    lanes: tuple[int, ...] = LANE_CLASSES
+    points: tuple[int, ...] = POINT_CLASSES
+    log_steps: tuple[int, ...] = LOG_CLASSES
+
+
+def bucket_key(sc: Scenario, cfg: BucketConfig = BucketConfig()) -> BucketKey:
+    """The bucket of one unpadded host scenario; ScenarioError if it fits no class."""
+    log = None
+    if sc.log is not None:
+        log = class_of(int(np.asarray(sc.log.valid).shape[0]), cfg.log_steps, "log steps")
+    return BucketKey(
+        agents=size_class(sc.num_agents, cfg.sizes),
+        lanes=class_of(int(np.asarray(sc.road.widths).shape[0]), cfg.lanes, "lanes"),
+        points=class_of(int(np.asarray(sc.road.centers).shape[1]), cfg.points, "points per lane"),
+        log_steps=log,
+    )
+
+
+def stack_bucket(records: list[ScenarioRecord], key: BucketKey, batch_size: int | None = None) -> Scenario:
+    """Pad records to ``key``'s shapes and stack; with ``batch_size``, append padding
+    scenarios (copies of the first with valid=False) up to it. Leading axis B."""
+    padded = [pad_scenario(r.scenario, key.agents, key.lanes, key.points, key.log_steps) for r in records]
+    if batch_size is not None and len(padded) < batch_size:
+        filler = replace(padded[0], valid=np.asarray(False), scenario_id=np.asarray(-1, np.int32))
+        padded += [filler] * (batch_size - len(padded))
+    return stack_scenarios(padded)
+
+
+class Bucketer:
+    """Groups scenarios by BucketKey and emits full HostBatches of ``batch_size``.
+
+    add(record, position) returns the batches that became full; flush() returns the
+    partial ones (padded up to batch_size with padding scenarios when pad_partial, so
+    every batch of a bucket has one shape and compiles once).
+    """
+
+    def __init__(self, batch_size: int, config: BucketConfig = BucketConfig(), pad_partial: bool = True):
+        if batch_size < 1:
+            raise ValueError("Bucketer: batch_size must be >= 1")
+        self.batch_size = batch_size
+        self.config = config
+        self.pad_partial = pad_partial
+        self._pending: dict[BucketKey, list[tuple[ScenarioRecord, int]]] = {}
+
+    @property
+    def pending(self) -> int:
+        """Scenarios added but not yet emitted."""
+        return sum(len(v) for v in self._pending.values())
+
+    def add(self, record: ScenarioRecord, position: int) -> list[HostBatch]:
+        """Queue one scenario; raises ScenarioError if it fits no class."""
+        key = bucket_key(record.scenario, self.config)
+        items = self._pending.setdefault(key, [])
+        items.append((record, position))
+        if len(items) < self.batch_size:
+            return []
+        del self._pending[key]
+        return [self._make(key, items)]
+
+    def flush(self) -> list[HostBatch]:
+        """Emit every non-empty bucket (smallest agent class first) and empty the Bucketer."""
+        keys = sorted(self._pending, key=lambda k: (k.agents, k.lanes, k.points, k.log_steps or 0))
+        batches = [self._make(k, self._pending[k]) for k in keys]
+        self._pending.clear()
+        return batches
+
+    def _make(self, key: BucketKey, items) -> HostBatch:
+        records = [r for r, _ in items]
+        scenario = stack_bucket(records, key, self.batch_size if self.pad_partial else None)
+        positions = [p for _, p in items]
+        return HostBatch(scenario=scenario, records=records, positions=positions, size_class=key.agents)

@@ -1,0 +1,322 @@
+"""CommonRoad XML import (2018b ``<obstacle><role>dynamic`` and 2020a ``<dynamicObstacle>``
+layouts) into a host Scenario with a LogTrajectory.
+
+Parsing is safe (defusedxml: no DTD, no entities, no external references; bounded file
+size) and strict: a malformed or truncated file, an unknown layout, a missing field or a
+non-finite number raises :class:`ScenarioError` naming the file, the element and the
+problem. The ego comes from the planning problem (slot 0), the other agents from the dynamic
+obstacles; the lanelets become the road (see :mod:`drivesim.scenarios.lanes`).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from xml.etree.ElementTree import Element, ParseError
+
+import defusedxml
+import defusedxml.ElementTree as SafeET
+import numpy as np
+
+from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, LogTrajectory, Scenario, replace
+from drivesim.core.validate import MAX_AGENTS, ScenarioError, validate_scenario
+from drivesim.scenarios import geometry, lanes
+from drivesim.scenarios.record import ScenarioRecord
+
+OLD_LAYOUT = ("2017a", "2018a", "2018b")
+NEW_LAYOUT = ("2019a", "2019b", "2020a", "2020b", "2021a", "2022a")
+
+
+@dataclass(frozen=True)
+class ImportConfig:
+    """CommonRoad import options.
+
+    dt: simulation time step [s] (the log is resampled when the file's step differs).
+    replay: non-ego agents follow their log (True) or are handed to IDM from their
+        recorded initial state (False; agents absent at step 0 are replayed anyway, so
+        they enter when the log says).
+    max_bytes: largest file accepted. ego_length / ego_width: the planning problem's
+        vehicle box (CommonRoad's default car).
+    """
+
+    dt: float = 0.1
+    replay: bool = False
+    max_bytes: int = 64 * 2**20
+    ego_length: float = 4.508
+    ego_width: float = 1.610
+    road: lanes.RoadConfig = lanes.RoadConfig()
+
+
+@dataclass
+class _Track:
+    """One agent's recorded states on the file's time grid, (Tf,) / (Tf, 2) float64."""
+
+    key: str
+    length: float
+    width: float
+    xy: np.ndarray
+    heading: np.ndarray
+    speed: np.ndarray
+    valid: np.ndarray
+    accel0: float
+
+
+class _Reader:
+    """Field access with errors that name the file, scenario and element."""
+
+    def __init__(self, path: str, scenario_id=None):
+        self.path = path
+        self.scenario_id = scenario_id
+
+    def fail(self, field: str, reason: str):
+        raise ScenarioError(reason, path=self.path, scenario_id=self.scenario_id, field=field)
+
+    def number(self, text: str | None, field: str) -> float:
+        if text is None or not text.strip():
+            self.fail(field, "missing number")
+        try:
+            value = float(text)
+        except ValueError:
+            self.fail(field, f"not a number: {text.strip()[:40]!r}")
+        if not math.isfinite(value):
+            self.fail(field, f"non-finite number {text.strip()!r}")
+        return value
+
+    def child(self, elem: Element, tag: str, field: str) -> Element:
+        found = elem.find(tag)
+        if found is None:
+            self.fail(f"{field}/{tag}", "missing element")
+        return found
+
+    def value(self, elem: Element, field: str) -> float:
+        """An exact value or the centre of an interval."""
+        exact = elem.find("exact")
+        if exact is not None:
+            return self.number(exact.text, f"{field}/exact")
+        lo, hi = elem.find("intervalStart"), elem.find("intervalEnd")
+        if lo is None or hi is None:
+            if elem.text and elem.text.strip():
+                return self.number(elem.text, field)
+            self.fail(field, "neither <exact> nor <intervalStart>/<intervalEnd>")
+        low = self.number(lo.text, f"{field}/intervalStart")
+        return 0.5 * (low + self.number(hi.text, f"{field}/intervalEnd"))
+
+    def point(self, elem: Element, field: str) -> np.ndarray:
+        x = self.number(elem.findtext("x"), f"{field}/x")
+        return np.array([x, self.number(elem.findtext("y"), f"{field}/y")])
+
+    def position(self, elem: Element, field: str) -> np.ndarray:
+        """A point, or the centre of a rectangle / circle / polygon position."""
+        for tag in ("point", "rectangle/center", "circle/center"):
+            found = elem.find(tag)
+            if found is not None:
+                return self.point(found, f"{field}/{tag}")
+        poly = elem.findall("polygon/point")
+        if poly:
+            return np.mean([self.point(p, f"{field}/polygon/point") for p in poly], axis=0)
+        self.fail(field, "no <point>, <rectangle>, <circle> or <polygon> position")
+
+    def state(self, elem: Element, field: str) -> tuple[int, np.ndarray, float, float, float]:
+        """(time step, xy, orientation, velocity, acceleration) of a state element."""
+        time = self.value(self.child(elem, "time", field), f"{field}/time")
+        xy = self.position(self.child(elem, "position", field), f"{field}/position")
+        heading = self.value(self.child(elem, "orientation", field), f"{field}/orientation")
+        speed = self.value(self.child(elem, "velocity", field), f"{field}/velocity")
+        acc = elem.find("acceleration")
+        accel = self.value(acc, f"{field}/acceleration") if acc is not None else 0.0
+        return int(round(time)), xy, heading, speed, accel
+
+    def shape(self, elem: Element, field: str) -> tuple[float, float]:
+        """(length, width) of a rectangle, circle or polygon (bounding box) shape."""
+        shape = self.child(elem, "shape", field)
+        rect = shape.find("rectangle")
+        if rect is not None:
+            size = (self.number(rect.findtext("length"), f"{field}/shape/rectangle/length"),
+                    self.number(rect.findtext("width"), f"{field}/shape/rectangle/width"))
+        elif shape.find("circle") is not None:
+            r = self.number(shape.findtext("circle/radius"), f"{field}/shape/circle/radius")
+            size = (2 * r, 2 * r)
+        elif shape.findall("polygon/point"):
+            corners = shape.findall("polygon/point")
+            pts = np.array([self.point(p, f"{field}/shape/polygon/point") for p in corners])
+            ext = pts.max(0) - pts.min(0)
+            size = (float(ext.max()), float(ext.min()))
+        else:
+            self.fail(f"{field}/shape", "no <rectangle>, <circle> or <polygon>")
+        if size[0] <= 0 or size[1] <= 0:
+            self.fail(f"{field}/shape", f"non-positive size {size}")
+        return size
+
+
+def parse_xml(path: Path, max_bytes: int) -> Element:
+    """Parse ``path`` safely; ScenarioError on size, DTD/entities, malformed XML."""
+    where = str(path)
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ScenarioError(f"file is {size} bytes, more than the {max_bytes} allowed", path=where)
+        data = path.read_bytes()
+    except OSError as err:
+        raise ScenarioError(f"cannot read: {err.strerror or err}", path=where) from None
+    try:
+        return SafeET.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except defusedxml.DefusedXmlException as err:
+        raise ScenarioError(f"forbidden XML construct ({type(err).__name__}: {err}); DTDs and entities "
+                            "are not accepted", path=where, field="<!DOCTYPE>") from None
+    except ParseError as err:
+        line, col = getattr(err, "position", (0, 0))
+        raise ScenarioError(f"malformed or truncated XML: {err}", path=where,
+                            field=f"line {line}, column {col}") from None
+
+
+def scenario_id_of(name: str) -> int:
+    """Stable int32 id of a CommonRoad benchmark id (crc32, non-negative)."""
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> ScenarioRecord:
+    """Import one CommonRoad XML file; ScenarioError for any problem in it."""
+    path = Path(path)
+    root = parse_xml(path, config.max_bytes)
+    rd = _Reader(str(path))
+    if root.tag != "commonRoad":
+        rd.fail("root element", f"expected <commonRoad>, got <{root.tag}>")
+    name = root.get("benchmarkID") or path.stem
+    rd.scenario_id = name
+    version = root.get("commonRoadVersion")
+    if version not in OLD_LAYOUT + NEW_LAYOUT:
+        rd.fail("commonRoad@commonRoadVersion", f"unknown CommonRoad layout {version!r} "
+                f"(known: {', '.join(OLD_LAYOUT + NEW_LAYOUT)})")
+    file_dt = rd.number(root.get("timeStepSize"), "commonRoad@timeStepSize")
+    if file_dt <= 0:
+        rd.fail("commonRoad@timeStepSize", f"time step must be > 0, got {file_dt}")
+    if version in OLD_LAYOUT:
+        obstacles = [o for o in root.findall("obstacle") if (o.findtext("role") or "").strip() == "dynamic"]
+        tag = "obstacle"
+    else:
+        obstacles = root.findall("dynamicObstacle")
+        tag = "dynamicObstacle"
+    if not obstacles:
+        rd.fail(tag, "no dynamic obstacles (zero agents)")
+    if len(obstacles) + 1 > MAX_AGENTS:
+        rd.fail(tag, f"too many agents: {len(obstacles)} dynamic obstacles + ego > {MAX_AGENTS}")
+    tracks = [_ego_track(root, rd, config)] + [_obstacle_track(o, tag, rd) for o in obstacles]
+    lanelets = lanes.parse_lanelets(root, rd)
+    goal = _goal(root, rd)
+    scenario = _build(tracks, lanelets, goal, file_dt, scenario_id_of(name), config)
+    validate_scenario(scenario, where=f"{path}#{name}")
+    return ScenarioRecord(scenario=scenario, family="commonroad", source=str(path), name=name)
+
+
+def _obstacle_track(obs: Element, tag: str, rd: _Reader) -> _Track:
+    field = f"{tag}[id={obs.get('id')}]"
+    length, width = rd.shape(obs, field)
+    states = [rd.state(rd.child(obs, "initialState", field), f"{field}/initialState")]
+    for k, st in enumerate(obs.findall("trajectory/state")):
+        states.append(rd.state(st, f"{field}/trajectory/state[{k}]"))
+    times = [s[0] for s in states]
+    if min(times) < 0:
+        rd.fail(f"{field}/trajectory", "negative time step")
+    steps = max(times) + 1
+    xy, heading = np.zeros((steps, 2)), np.zeros(steps)
+    speed, valid = np.zeros(steps), np.zeros(steps, bool)
+    for t, p, h, v, _ in states:
+        xy[t], heading[t], speed[t], valid[t] = p, h, v, True
+    return _Track(field, length, width, xy, heading, speed, valid, states[0][4])
+
+
+def _ego_track(root: Element, rd: _Reader, config: ImportConfig) -> _Track:
+    problem = rd.child(root, "planningProblem", "commonRoad")
+    field = f"planningProblem[id={problem.get('id')}]/initialState"
+    init = rd.child(problem, "initialState", field.rsplit("/", 1)[0])
+    _, xy, heading, speed, accel = rd.state(init, field)
+    return _Track(field, config.ego_length, config.ego_width, xy[None], np.array([heading]),
+                  np.array([speed]), np.ones(1, bool), accel)
+
+
+def _goal(root: Element, rd: _Reader) -> tuple[np.ndarray | None, list[str]]:
+    """Goal point (centre of the goal position shape) and goal lanelet ids, if given."""
+    pos = root.find("planningProblem/goalState/position")
+    if pos is None:
+        return None, []
+    refs = [e.get("ref") for e in pos.findall("lanelet") if e.get("ref")]
+    if refs:
+        return None, refs
+    return rd.position(pos, "planningProblem/goalState/position"), []
+
+
+def _grid(tracks: list[_Track]) -> tuple[np.ndarray, ...]:
+    """Stack tracks on a common time grid: xy (Tf, N, 2), heading, speed, valid (Tf, N)."""
+    steps = max(len(t.valid) for t in tracks)
+    n = len(tracks)
+    xy, heading = np.zeros((steps, n, 2)), np.zeros((steps, n))
+    speed, valid = np.zeros((steps, n)), np.zeros((steps, n), bool)
+    for i, t in enumerate(tracks):
+        k = len(t.valid)
+        xy[:k, i], heading[:k, i], speed[:k, i], valid[:k, i] = t.xy, t.heading, t.speed, t.valid
+    return xy, heading, speed, valid
+
+
+def resample_log(xy, heading, speed, valid, file_dt: float, dt: float):
+    """Resample (Tf, N[, 2]) log arrays from ``file_dt`` to ``dt`` by linear interpolation
+    (headings along the shorter arc); a resampled step is valid when its bracketing
+    recorded steps are. Exact copy when the steps agree."""
+    tf = valid.shape[0]
+    if abs(file_dt - dt) < 1e-9:
+        return xy, heading, speed, valid
+    steps = int(np.floor((tf - 1) * file_dt / dt + 1e-6)) + 1
+    u = np.arange(steps) * dt / file_dt
+    i0 = np.clip(np.floor(u + 1e-6).astype(int), 0, tf - 1)
+    frac = u - i0
+    frac[np.abs(frac) < 1e-6] = 0.0
+    i1 = np.minimum(i0 + 1, tf - 1)
+    w = frac[:, None]
+    out_valid = valid[i0] & ((frac[:, None] == 0) | valid[i1])
+    out_xy = xy[i0] + w[..., None] * (xy[i1] - xy[i0])
+    out_heading = heading[i0] + w * geometry.wrap_angle(heading[i1] - heading[i0])
+    out_speed = speed[i0] + w * (speed[i1] - speed[i0])
+    return out_xy, out_heading, out_speed, out_valid
+
+
+def _fill_gaps(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Replace invalid steps (T, N[, ...]) by the nearest earlier (else later) valid value."""
+    out = values.copy()
+    for i in range(valid.shape[1]):
+        idx = np.flatnonzero(valid[:, i])
+        if idx.size == 0:
+            continue
+        pick = np.clip(np.searchsorted(idx, np.arange(valid.shape[0]), side="right") - 1, 0, idx.size - 1)
+        out[:, i] = values[idx[pick], i]
+    return out
+
+
+def _build(tracks, lanelets, goal, file_dt, scenario_id, config: ImportConfig) -> Scenario:
+    xy, heading, speed, valid = resample_log(*_grid(tracks), file_dt, config.dt)
+    xy, heading, speed = (_fill_gaps(v, valid) for v in (xy, heading, speed))
+    n = len(tracks)
+    hints = [xy[valid[:, i], i] for i in range(n)]
+    if goal[0] is not None:
+        hints[0] = np.concatenate([hints[0], goal[0][None]])
+    road, route, limits = lanes.build_road(lanelets, xy[0], heading[0], hints, goal[1], config.road)
+    road_axis = geometry.dominant_axis(heading[valid], None)
+    road = replace(road, sort_axis=road_axis)
+    f = np.float32
+    vmax = np.array([speed[valid[:, i], i].max() for i in range(n)])
+    idm = IDMParams(**{k: np.full(n, v, f) for k, v in IDM_DEFAULTS.items()})
+    idm = replace(idm, v0=np.maximum.reduce([limits, 1.2 * vmax, np.full(n, 5.0)]).astype(f))
+    replay = np.where(np.arange(n) == 0, False, config.replay | ~valid[0])
+    agents = AgentState(
+        x=xy[0, :, 0].astype(f), y=xy[0, :, 1].astype(f), heading=heading[0].astype(f),
+        speed=speed[0].astype(f), accel=np.array([t.accel0 for t in tracks], f),
+        length=np.array([t.length for t in tracks], f), width=np.array([t.width for t in tracks], f),
+        valid=np.ones(n, bool), route=route.astype(np.int32),
+    )
+    log = LogTrajectory(xy=xy.astype(f), heading=heading.astype(f), speed=speed.astype(f), valid=valid,
+                        replay=replay)
+    return Scenario(
+        agents=agents, idm=idm, stop_s=np.full(n, np.inf, f), road=road, ego_index=np.asarray(0, np.int32),
+        episode_length=np.asarray(max(valid.shape[0] - 1, 1), np.int32),
+        scenario_id=np.asarray(scenario_id, np.int32), valid=np.asarray(True), log=log,
+    )

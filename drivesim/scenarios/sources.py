@@ -1,0 +1,185 @@
+"""Scenario sources: what a campaign reads scenarios from, one position at a time.
+
+A source is an indexable sequence of ScenarioRecords: ``len(source)``, ``source.load(p)``
+(raises ScenarioError for a bad scenario; the campaign records it and goes on) and
+``source.describe()``. Specs on the command line: ``synthetic:highway,merge``,
+``commonroad:PATH`` (a file or a directory of *.xml), ``store:PATH``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from drivesim.core.validate import ScenarioError, validate_scenario
+from drivesim.scenarios.record import ScenarioRecord
+
+__all__ = [
+    "ScenarioError", "ScenarioSource", "SyntheticSource", "CommonRoadSource", "StoreSource",
+    "MixedSource", "parse_source", "parse_sources",
+]
+
+
+class ScenarioSource(ABC):
+    """An indexable sequence of scenarios; ``name`` identifies it in results."""
+
+    name: str = "source"
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @abstractmethod
+    def load(self, position: int) -> ScenarioRecord:
+        """The scenario at ``position`` in [0, len); raises ScenarioError when it is bad."""
+
+    def describe(self) -> str:
+        return f"{self.name} ({len(self)} scenarios)"
+
+    def _check(self, position: int) -> None:
+        if not 0 <= position < len(self):
+            raise IndexError(f"{self.name}: position {position} outside [0, {len(self)})")
+
+
+class SyntheticSource(ScenarioSource):
+    """Position p -> family ``families[p % len(families)]``, scenario id ``first_id + p``."""
+
+    def __init__(self, families: list[str], count: int, seed: int, first_id: int = 0, config=None):
+        from drivesim.scenarios.synthetic import FAMILIES, FamilyConfig
+
+        unknown = [f for f in families if f not in FAMILIES]
+        if not families or unknown:
+            raise ValueError(f"unknown synthetic family {unknown or families}; known: {sorted(FAMILIES)}")
+        if first_id + count - 1 > 2**31 - 1:
+            raise ValueError("synthetic scenario ids must fit in int32")
+        self.families = list(families)
+        self.count = count
+        self.seed = seed
+        self.first_id = first_id
+        self.config = config or FamilyConfig(seed=seed)
+        self.name = "synthetic:" + ",".join(self.families)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def load(self, position: int) -> ScenarioRecord:
+        from drivesim.scenarios.synthetic import generate
+
+        self._check(position)
+        family = self.families[position % len(self.families)]
+        record = generate(family, self.first_id + position, self.config)
+        validate_scenario(record.scenario, where=f"{self.name}#{self.first_id + position}")
+        return record
+
+    def describe(self) -> str:
+        return (f"synthetic families {','.join(self.families)}: {self.count} scenarios, ids "
+                f"{self.first_id}..{self.first_id + self.count - 1}, seed {self.seed}")
+
+
+class CommonRoadSource(ScenarioSource):
+    """CommonRoad XML files (a directory expands to its *.xml, sorted); one file per position."""
+
+    def __init__(self, paths: list[Path], replay: bool = False, dt: float = 0.1):
+        from drivesim.scenarios.commonroad import ImportConfig
+
+        files: list[Path] = []
+        for p in map(Path, paths):
+            if p.is_dir():
+                files += sorted(p.glob("*.xml"))
+            elif p.exists():
+                files.append(p)
+            else:
+                raise ScenarioError("no such file or directory", path=str(p))
+        self.paths = files
+        self.config = ImportConfig(dt=dt, replay=replay)
+        self.name = "commonroad:" + ",".join(str(p) for p in paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def load(self, position: int) -> ScenarioRecord:
+        from drivesim.scenarios.commonroad import load_commonroad
+
+        self._check(position)
+        return load_commonroad(self.paths[position], self.config)
+
+    def describe(self) -> str:
+        mode = "replay" if self.config.replay else "IDM from recorded initial states"
+        return f"CommonRoad: {len(self.paths)} files ({mode})"
+
+
+class StoreSource(ScenarioSource):
+    """drivesim's Parquet scenario store (read lazily, one row group at a time)."""
+
+    def __init__(self, path):
+        from drivesim.scenarios.store import ScenarioStore
+
+        self.store = ScenarioStore(path)
+        self.path = Path(path)
+        self.name = f"store:{path}"
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def load(self, position: int) -> ScenarioRecord:
+        self._check(position)
+        record = self.store.load(position)
+        validate_scenario(record.scenario, where=f"{self.path}#{record.scenario_id}")
+        return record
+
+    def describe(self) -> str:
+        return f"scenario store {self.path}: {len(self)} scenarios"
+
+
+class MixedSource(ScenarioSource):
+    """Concatenation of sources: positions run through each source in turn."""
+
+    def __init__(self, sources: list[ScenarioSource]):
+        if not sources:
+            raise ValueError("MixedSource needs at least one source")
+        self.sources = list(sources)
+        self._starts = [0]
+        for s in self.sources:
+            self._starts.append(self._starts[-1] + len(s))
+        self.name = "+".join(s.name for s in self.sources)
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    def locate(self, position: int) -> tuple[ScenarioSource, int]:
+        """(source, position inside it) of a global position."""
+        self._check(position)
+        for k, source in enumerate(self.sources):
+            if position < self._starts[k + 1]:
+                return source, position - self._starts[k]
+        raise IndexError(position)
+
+    def load(self, position: int) -> ScenarioRecord:
+        source, local = self.locate(position)
+        return source.load(local)
+
+    def describe(self) -> str:
+        return "; ".join(s.describe() for s in self.sources)
+
+
+def parse_source(spec: str, count: int, seed: int) -> ScenarioSource:
+    """A source from a spec: "synthetic:FAM[,FAM...]" (``count`` scenarios, ``seed``),
+    "commonroad:PATH[,PATH...]" (add ":replay" after the kind, e.g.
+    "commonroad:replay:PATH", to replay the logs) or "store:PATH"."""
+    kind, _, rest = spec.partition(":")
+    if not rest:
+        raise ValueError(f"source spec {spec!r}: expected KIND:VALUE with KIND synthetic|commonroad|store")
+    if kind == "synthetic":
+        return SyntheticSource([f.strip() for f in rest.split(",") if f.strip()], count, seed)
+    if kind == "commonroad":
+        replay = rest.startswith("replay:")
+        rest = rest.removeprefix("replay:")
+        return CommonRoadSource([Path(p) for p in rest.split(",") if p], replay=replay)
+    if kind == "store":
+        return StoreSource(Path(rest))
+    raise ValueError(f"source spec {spec!r}: unknown kind {kind!r} (synthetic|commonroad|store)")
+
+
+def parse_sources(specs: list[str], count: int, seed: int) -> ScenarioSource:
+    """One source for several specs (a MixedSource when more than one)."""
+    sources = [parse_source(s, count, seed) for s in specs]
+    return sources[0] if len(sources) == 1 else MixedSource(sources)

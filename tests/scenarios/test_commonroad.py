@@ -1,0 +1,178 @@
+"""CommonRoad import: the real files, log replay, resampling and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scenario_xml_cases import BILLION_LAUGHS, document, obstacle
+
+from drivesim.scenarios.commonroad import ImportConfig, load_commonroad, resample_log
+from drivesim.scenarios.sources import ScenarioError
+
+# file -> (dynamic obstacles, log steps at 0.1 s, max plausible speed [m/s])
+REAL = {
+    "USA_US101-4_1_T-1.xml": (22, 101, 45.0),
+    "USA_Lanker-1_1_T-1.xml": (24, 41, 45.0),
+    "USA_Peach-4_8_T-1.xml": (9, 61, 45.0),
+    "FRA_Anglet-1_1_T-1.xml": (8, 34, 45.0),
+}
+
+
+@pytest.fixture(scope="module")
+def real(commonroad_dir):
+    return {name: load_commonroad(commonroad_dir / name, ImportConfig(replay=True)) for name in REAL}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_file_loads(real, name):
+    obstacles, steps, vmax = REAL[name]
+    record = real[name]
+    sc, log = record.scenario, record.scenario.log
+    assert record.family == "commonroad" and record.name == name.removesuffix(".xml")
+    assert sc.num_agents == obstacles + 1  # + the planning problem's ego (slot 0)
+    assert int(sc.ego_index) == 0
+    assert log.valid.shape == (steps, obstacles + 1)
+    assert int(sc.episode_length) == steps - 1
+    speeds = log.speed[log.valid]
+    assert 0.0 <= speeds.min() and speeds.max() <= vmax
+    assert log.replay[1:].all() and not log.replay[0]
+    assert sc.road.centers.shape[1] <= 32  # modest polylines
+    assert np.isclose(np.linalg.norm(sc.road.sort_axis), 1.0, atol=1e-5)
+
+
+def test_layouts_and_sort_axis(real):
+    # US-101 is a one-way highway heading south-east: the sort axis follows it.
+    axis = real["USA_US101-4_1_T-1.xml"].scenario.road.sort_axis
+    assert axis[0] > 0.6 and axis[1] < -0.6
+    # Both layouts parse: Lanker is 2018b (<obstacle><role>), the others 2020a.
+    assert real["USA_Lanker-1_1_T-1.xml"].num_agents == 25
+
+
+def test_replay_reproduces_log(real):
+    from drivesim.core.policies import idm_policy
+    from drivesim.core.rollout import simulate_trajectory
+    from drivesim.core.types import SimConfig
+    from drivesim.scenarios.batching import BucketKey, stack_bucket
+
+    records = [real[n] for n in sorted(REAL)]
+    batch = stack_bucket(records, BucketKey(agents=32, lanes=128, points=32, log_steps=128))
+    _, traj = simulate_trajectory(batch, idm_policy(), SimConfig(num_steps=100))
+    x, y = np.asarray(traj.x), np.asarray(traj.y)
+    checked = 0
+    for b, record in enumerate(records):
+        log, n = record.scenario.log, record.num_agents
+        for t in range(log.valid.shape[0] - 1):
+            seen = log.valid[t + 1, 1:n]  # step t lands on log step t + 1; slot 0 is the ego
+            np.testing.assert_allclose(x[b, t, 1:n][seen], log.xy[t + 1, 1:n, 0][seen], atol=1e-4)
+            np.testing.assert_allclose(y[b, t, 1:n][seen], log.xy[t + 1, 1:n, 1][seen], atol=1e-4)
+            assert np.asarray(traj.valid)[b, t, 1:n][seen].all()
+            checked += int(seen.sum())
+    assert checked > 2000
+
+
+def test_idm_mode_and_log_divergence(commonroad_dir):
+    from drivesim.core.policies import idm_policy
+    from drivesim.core.rollout import simulate_trajectory
+    from drivesim.core.types import SimConfig
+    from drivesim.scenarios.batching import BucketKey, stack_bucket
+
+    records = [load_commonroad(commonroad_dir / n) for n in sorted(REAL)]
+    assert not any(r.scenario.log.replay.any() for r in records)  # all present at step 0
+    batch = stack_bucket(records, BucketKey(agents=32, lanes=128, points=32, log_steps=128))
+    m, _ = simulate_trajectory(batch, idm_policy(), SimConfig(num_steps=100))  # same shapes: no recompile
+    mean, final = np.asarray(m.log_div_mean), np.asarray(m.log_div_final)
+    assert np.all((mean > 0.0) & (mean < 20.0)) and np.all((final > 0.0) & (final < 50.0))
+    assert not np.asarray(m.has_nan).any()
+
+
+def test_resampling_to_coarser_dt(commonroad_dir):
+    fine = load_commonroad(commonroad_dir / "USA_US101-4_1_T-1.xml")
+    coarse = load_commonroad(commonroad_dir / "USA_US101-4_1_T-1.xml", ImportConfig(dt=0.2))
+    assert coarse.scenario.log.valid.shape[0] == 51
+    valid = fine.scenario.log.valid[::2]
+    np.testing.assert_array_equal(coarse.scenario.log.valid, valid)
+    np.testing.assert_array_equal(coarse.scenario.log.xy[valid], fine.scenario.log.xy[::2][valid])
+
+
+def test_resample_interpolates_and_masks():
+    xy = np.array([[[0.0, 0.0]], [[1.0, 2.0]], [[2.0, 4.0]]])
+    heading = np.array([[3.1], [-3.1], [-3.1]])
+    speed = np.array([[1.0], [3.0], [5.0]])
+    valid = np.array([[True], [True], [False]])
+    out_xy, out_h, out_v, out_valid = resample_log(xy, heading, speed, valid, 0.2, 0.1)
+    assert out_xy.shape == (5, 1, 2)
+    np.testing.assert_allclose(out_xy[1, 0], [0.5, 1.0])
+    assert abs(abs(out_h[1, 0]) - np.pi) < 0.01  # shorter arc through +-pi, not through 0
+    assert out_v[1, 0] == 2.0 and out_valid[:, 0].tolist() == [True, True, True, False, False]
+
+
+def test_2018b_layout_and_intervals(tmp_path):
+    path = tmp_path / "old.xml"
+    obstacles = obstacle(1, layout="2018b") + obstacle(2, 70.0, layout="2018b")
+    path.write_text(document(obstacles, version="2018b"))
+    record = load_commonroad(path)
+    assert record.num_agents == 3
+    assert record.scenario.log.speed[1, 1] == 10.0  # centre of the interval [9, 11]
+
+
+def _error(tmp_path, text: str | bytes, name: str = "bad.xml") -> ScenarioError:
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ScenarioError) as info:
+        load_commonroad(path)
+    err = info.value
+    assert err.path == str(path) and str(path) in str(err)
+    return err
+
+
+def test_truncated_file(tmp_path, commonroad_dir):
+    data = (commonroad_dir / "USA_Peach-4_8_T-1.xml").read_bytes()[:5000]
+    err = _error(tmp_path, data)
+    assert "malformed or truncated" in err.reason and err.field.startswith("line")
+
+
+def test_wrong_root(tmp_path):
+    err = _error(tmp_path, document(obstacle(1), root="scenario"))
+    assert err.field == "root element" and "<commonRoad>" in err.reason
+
+
+def test_entity_expansion_refused(tmp_path):
+    err = _error(tmp_path, BILLION_LAUGHS)
+    assert "forbidden XML construct" in err.reason
+
+
+def test_unknown_layout(tmp_path):
+    err = _error(tmp_path, document(obstacle(1), version="1999z"))
+    assert "unknown CommonRoad layout" in err.reason
+
+
+def test_nan_coordinate(tmp_path):
+    err = _error(tmp_path, document(obstacle(7, x_text="nan")))
+    assert err.scenario_id == "TEST-1"
+    assert err.field == "dynamicObstacle[id=7]/trajectory/state[1]/position/point/x"
+    assert "non-finite" in err.reason
+
+
+def test_missing_field(tmp_path):
+    velocity = "<velocity><intervalStart>9</intervalStart><intervalEnd>11</intervalEnd></velocity>"
+    text = document(obstacle(3)).replace(velocity + "</initialState>", "</initialState>", 1)
+    err = _error(tmp_path, text)
+    assert err.field == "dynamicObstacle[id=3]/initialState/velocity" and "missing" in err.reason
+
+
+def test_zero_agents(tmp_path):
+    err = _error(tmp_path, document(""))
+    assert "zero agents" in err.reason
+
+
+def test_too_many_agents(tmp_path):
+    many = "".join(f'<dynamicObstacle id="{i}"/>' for i in range(100_000))
+    err = _error(tmp_path, document(many))
+    assert "too many agents" in err.reason and "100000" in err.reason
+
+
+def test_oversized_file(tmp_path):
+    path = tmp_path / "big.xml"
+    path.write_text(document(obstacle(1)))
+    with pytest.raises(ScenarioError, match="more than the 100 allowed"):
+        load_commonroad(path, ImportConfig(max_bytes=100))

@@ -1,0 +1,118 @@
+"""Scenario sources, validation errors and the scenario CLI commands."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from drivesim.cli import app
+from drivesim.core.types import replace
+from drivesim.core.validate import validate_scenario
+from drivesim.scenarios.sources import (
+    CommonRoadSource,
+    MixedSource,
+    ScenarioError,
+    StoreSource,
+    SyntheticSource,
+    parse_source,
+    parse_sources,
+)
+from drivesim.scenarios.synthetic import generate
+
+
+def test_synthetic_source_positions():
+    src = SyntheticSource(["highway", "merge", "intersection"], count=7, seed=2, first_id=100)
+    assert len(src) == 7
+    rec = src.load(4)
+    assert rec.family == "merge" and rec.scenario_id == 104
+    assert "100..106" in src.describe()
+    with pytest.raises(IndexError):
+        src.load(7)
+    with pytest.raises(ValueError, match="unknown synthetic family"):
+        SyntheticSource(["roundabout"], 3, 0)
+
+
+def test_parse_sources_mixed(tmp_path, commonroad_dir):
+    from drivesim.scenarios.store import write_store
+
+    store = tmp_path / "s.parquet"
+    write_store(store, [generate("intersection", i) for i in range(3)])
+    src = parse_sources(["synthetic:highway,merge", f"commonroad:{commonroad_dir}", f"store:{store}"], 5, 0)
+    assert isinstance(src, MixedSource) and len(src) == 5 + 4 + 3
+    assert src.load(6).family == "commonroad" and src.load(10).family == "intersection"
+    assert isinstance(parse_source(f"store:{store}", 0, 0), StoreSource)
+    replay = parse_source(f"commonroad:replay:{commonroad_dir}", 0, 0)
+    assert isinstance(replay, CommonRoadSource) and replay.config.replay
+    with pytest.raises(ValueError, match="unknown kind"):
+        parse_source("carla:x", 1, 0)
+    with pytest.raises(ScenarioError, match="no such file"):
+        parse_source("commonroad:/nonexistent/dir", 1, 0)
+
+
+def test_bad_commonroad_file_in_source_is_a_scenario_error(tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<commonRoad")
+    src = CommonRoadSource([tmp_path])
+    with pytest.raises(ScenarioError) as info:
+        src.load(0)
+    assert info.value.path == str(bad)
+    err = pickle.loads(pickle.dumps(info.value))  # crosses process boundaries intact
+    assert (err.path, err.field, err.reason) == (info.value.path, info.value.field, info.value.reason)
+
+
+def test_validate_scenario_errors():
+    sc = generate("highway", 2).scenario
+    validate_scenario(sc)
+    ag = sc.agents
+    cases = {
+        "agents.y": replace(sc, agents=replace(ag, y=np.where(np.arange(len(ag.y)) == 1, np.inf, ag.y))),
+        "ego_index": replace(sc, ego_index=np.asarray(len(ag.x), np.int32)),
+        "agents.valid": replace(sc, agents=replace(ag, valid=np.zeros_like(ag.valid))),
+        "agents.speed": replace(sc, agents=replace(ag, speed=ag.speed[:-1])),
+        "agents.route": replace(sc, agents=replace(ag, route=ag.route + 50)),
+    }
+    for field, bad in cases.items():
+        with pytest.raises(ScenarioError) as info:
+            validate_scenario(bad, where="somewhere.parquet#7")
+        assert info.value.field == field and info.value.path == "somewhere.parquet"
+        assert info.value.scenario_id == "7"
+    big = generate("highway", 0).scenario
+    from drivesim.scenarios.batching import pad_scenario
+
+    with pytest.raises(ScenarioError, match="too many agents"):
+        validate_scenario(pad_scenario(big, 129, 5, 2))
+
+
+def test_cli_generate_import_info(tmp_path, commonroad_dir):
+    runner = CliRunner()
+    out = tmp_path / "gen.parquet"
+    args = ["scenarios", "generate", "merge,intersection", "--count", "6", "--out", str(out), "--seed", "4"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    store = StoreSource(out)
+    assert len(store) == 6 and store.load(1).family == "intersection"
+    cr = tmp_path / "cr.parquet"
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<notCommonRoad/>")
+    res = runner.invoke(app, ["import", "commonroad", str(commonroad_dir), str(bad), "--out", str(cr)])
+    assert res.exit_code == 1 and "4 scenarios" in res.output and "bad.xml" in res.output
+    assert len(StoreSource(cr)) == 4
+    res = runner.invoke(app, ["scenarios", "info", str(cr)])
+    assert res.exit_code == 0 and "commonroad: 4 scenarios" in res.output
+
+
+def test_cli_help_text():
+    runner = CliRunner()
+    for args in (["import", "commonroad"], ["scenarios", "generate"], ["scenarios", "info"]):
+        res = runner.invoke(app, [*args, "--help"])
+        assert res.exit_code == 0 and len(res.output) > 100
+    import typer.main
+
+    group = typer.main.get_command(app)
+    for name in ("import", "scenarios"):
+        for sub in group.commands[name].commands.values():
+            assert sub.help, sub.name
+            assert all(p.help for p in sub.params if p.name != "help"), sub.name
