@@ -1,0 +1,80 @@
+"""The three ways of running ``rollout_batch`` over a mesh: sharding, shard_map, pmap.
+
+Every program maps (chunk batch, policy) to per-scenario metrics. Layouts of one dispatch
+of ``D * c`` scenarios (``D`` devices, ``c`` per device):
+
+- ``sharding`` / ``shard_map``: batch leaves (D*c, ...) split on axis 0 over ``"data"``;
+  metrics (D*c,), sweep metrics (P, D*c) split on axis 1.
+- ``pmap``: batch leaves (D, c, ...) with a leading device axis; metrics (D, c), sweep
+  metrics (D, P, c).
+
+The policy (or the stacked policies of a sweep, leading axis P) is replicated.
+The batch argument is donated when ``donate`` is set (it is consumed by the dispatch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+from jax.sharding import PartitionSpec
+
+from drivesim.core.rollout import rollout_batch
+from drivesim.core.types import SimConfig
+from drivesim.parallel.mesh import DATA, data_sharding, replicated
+
+BACKENDS = ("sharding", "shard_map", "pmap")
+
+
+@dataclass(frozen=True)
+class ProgramKey:
+    """What a compiled program depends on (besides shapes)."""
+
+    backend: str
+    sweep: bool
+    donate: bool
+
+
+def _batch_fn(sim: SimConfig, sweep: bool):
+    """(batch (b, ...), policy) -> metrics (b,), or (P, b) for stacked policies."""
+    one = partial(rollout_batch, config=sim)
+    if not sweep:
+        return one
+    return lambda batch, policies: jax.vmap(one, in_axes=(None, 0))(batch, policies)
+
+
+def build_program(key: ProgramKey, mesh, sim: SimConfig):
+    """The dispatchable program for ``key`` on ``mesh`` (a callable of (batch, policy))."""
+    if key.backend not in BACKENDS:
+        raise ValueError(f"ExecutorConfig.backend: unknown backend {key.backend!r}; known: {BACKENDS}")
+    fn = _batch_fn(sim, key.sweep)
+    donate = (0,) if key.donate else ()
+    out_axis = 1 if key.sweep else 0
+    if key.backend == "sharding":
+        return jax.jit(
+            fn,
+            in_shardings=(data_sharding(mesh), replicated(mesh)),
+            out_shardings=data_sharding(mesh, ndim=out_axis + 1, axis=out_axis),
+            donate_argnums=donate,
+        )
+    if key.backend == "shard_map":
+        out_spec = PartitionSpec(None, DATA) if key.sweep else PartitionSpec(DATA)
+        mapped = jax.shard_map(
+            fn,
+            mesh=mesh,
+            in_specs=(PartitionSpec(DATA), PartitionSpec()),
+            out_specs=out_spec,
+            check_vma=False,
+        )
+        return jax.jit(mapped, donate_argnums=donate)
+    return jax.pmap(
+        fn, axis_name=DATA, in_axes=(0, None), devices=list(mesh.devices.flat), donate_argnums=donate
+    )
+
+
+def scenario_axis(backend: str, sweep: bool) -> int:
+    """Axis of the per-device scenario rows in a result leaf (pmap: after the device axis)."""
+    if backend == "pmap":
+        return 2 if sweep else 1
+    return 1 if sweep else 0

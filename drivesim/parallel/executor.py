@@ -1,0 +1,389 @@
+"""The Executor: the batched engine over every device JAX can see.
+
+``put`` pads a host batch to a multiple of (devices x chunk) with invalid scenarios and sends
+it, dispatch by dispatch, straight into the target sharding; ``run`` dispatches every chunk
+asynchronously (donating the consumed batch); ``fetch`` brings the per-scenario metrics of
+this process's real rows back as NumPy; ``aggregate`` reduces them on the devices.
+
+Per-scenario results do not depend on the backend, device count, chunk size or process
+count (bitwise; tested). A dispatch that fails with an XLA runtime error drops the failed
+devices, rebuilds the mesh and redoes the batch on the rest (single-process runs).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import jax
+import numpy as np
+from jax.errors import JaxRuntimeError
+from jax.sharding import PartitionSpec
+
+from drivesim.core.policies import default_policy_params, stack_policies
+from drivesim.core.types import RolloutMetrics, Scenario, SimConfig
+from drivesim.parallel import distributed
+from drivesim.parallel.backends import BACKENDS, ProgramKey, build_program
+from drivesim.parallel.failover import DispatchInfo, failed_device_ids
+from drivesim.parallel.mesh import (
+    DATA,
+    Layout,
+    batch_rows,
+    data_sharding,
+    make_data_mesh,
+    pad_rows,
+    plan_layout,
+    select_devices,
+    slice_rows,
+)
+from drivesim.parallel.reductions import combine, finalize, reducer
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CPU_BUDGET = 2 << 30  # bytes for chunk="auto" where devices report no memory stats
+
+# Compiled programs shared by every Executor of this process, keyed by (program, devices,
+# simulation settings, argument shapes); cleared when it grows past _CACHE_SIZE.
+_COMPILED: dict = {}
+_COMPILE_LOCK = threading.Lock()
+_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """How the executor runs.
+
+    backend: "sharding" | "shard_map" | "pmap".
+    devices: how many (global) devices to use; None = all.
+    chunk: scenarios per device per dispatch (bounds device memory); "auto" = the largest
+        whose compiled memory fits the budget; None = the whole batch in one dispatch.
+    memory_budget_bytes: budget for chunk="auto" where ``memory_stats()`` is None (CPU).
+    memory_fraction: share of free device memory chunk="auto" may use where it is known.
+    donate: donate the device batch to the dispatch that consumes it.
+    max_retries: device-failure recoveries per batch before the error propagates.
+    inject_failure: test hook called with a DispatchInfo before each dispatch; it may raise
+        (see drivesim.parallel.failover.FailureInjector).
+    """
+
+    backend: str = "sharding"
+    devices: int | None = None
+    chunk: int | str | None = None
+    memory_budget_bytes: int | None = None
+    memory_fraction: float = 0.8
+    donate: bool = True
+    max_retries: int = 2
+    inject_failure: Callable[[DispatchInfo], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"ExecutorConfig.backend: unknown backend {self.backend!r}; known: {BACKENDS}")
+        if not (
+            self.chunk is None or self.chunk == "auto" or (isinstance(self.chunk, int) and self.chunk >= 1)
+        ):
+            raise ValueError(
+                f"ExecutorConfig.chunk: expected a positive int, 'auto' or None, got {self.chunk!r}"
+            )
+
+
+@dataclass
+class DeviceBatch:
+    """A batch on the devices: one input per dispatch.
+
+    chunks: Scenario of global arrays per dispatch, leaves (D*c, ...) ((D, c, ...) for pmap).
+    valid: per dispatch (D*c,) ((D, c) for pmap) bool device masks (padding rows False).
+    layout: the split; host: the unpadded host batch (kept to redo it after a failure).
+    mesh: the mesh the chunks live on.
+    """
+
+    chunks: list
+    valid: list
+    layout: Layout
+    host: Scenario
+    mesh: object
+
+
+@dataclass
+class DeviceResult:
+    """Per-scenario metrics on the devices, one RolloutMetrics of global arrays per dispatch;
+    leaves (D*c,) or (P, D*c) for a sweep ((D, c) / (D, P, c) for pmap)."""
+
+    metrics: list
+    valid: list
+    layout: Layout
+    mesh: object
+    backend: str
+    sweep: bool
+    redo: Callable[[], DeviceResult] = field(repr=False)
+
+
+class Executor:
+    """Runs batches of scenarios over a device mesh (see the module docstring)."""
+
+    def __init__(self, config: ExecutorConfig, sim: SimConfig):
+        if config.backend == "pmap" and distributed.is_multiprocess():
+            raise ValueError("ExecutorConfig.backend: pmap is single-process here; use sharding or shard_map")
+        self.config = config
+        self.sim = sim
+        self._lock = threading.RLock()
+        self._auto_chunk: dict = {}
+        self._use(select_devices(config.devices))
+
+    # ---- devices -------------------------------------------------------------------
+    def _use(self, devices: list) -> None:
+        self.devices = devices
+        self.num_devices = len(devices)
+        self.mesh = make_data_mesh(devices)
+        self.local_devices = [d for d in devices if d.process_index == jax.process_index()]
+
+    def _recover(self, error: BaseException) -> None:
+        """Drop the devices that failed (if any were found) and rebuild the mesh."""
+        if distributed.is_multiprocess():
+            raise error
+        bad = failed_device_ids(error, self.devices)
+        left = [d for d in self.devices if d.id not in bad]
+        if not left:
+            raise error
+        log.warning(
+            "dispatch failed (%s); dropping devices %s, carrying on with %d", error, sorted(bad), len(left)
+        )
+        self._use(left)
+
+    # ---- host -> devices ---------------------------------------------------------------
+    def put(self, batch: Scenario) -> DeviceBatch:
+        """Send a host batch (NumPy leaves, leading axis B; this process's rows in a
+        multi-process run) to the devices, padded to whole dispatches. Asynchronous."""
+        with self._lock:
+            host, max_rows = distributed.agree_batch(batch)
+            rows = batch_rows(host)
+            if rows == 0:
+                raise ValueError("Executor.put: empty batch")
+            layout = plan_layout(max_rows, len(self.local_devices), self._chunk_for(host, max_rows))
+            layout = Layout(rows=rows, devices=layout.devices, chunk=layout.chunk, n_chunks=layout.n_chunks)
+            padded = pad_rows(host, layout.padded_rows)
+            step = layout.per_dispatch
+            parts = [slice_rows(padded, k * step, (k + 1) * step) for k in range(layout.n_chunks)]
+            chunks = [self._to_device(part) for part in parts]
+            valid = [self._to_device(np.asarray(part.valid)) for part in parts]
+            return DeviceBatch(chunks=chunks, valid=valid, layout=layout, host=host, mesh=self.mesh)
+
+    def _to_device(self, tree):
+        """Host rows (D_local*c, ...) -> global arrays in the target sharding (no detour
+        through device 0: each shard goes straight to its device)."""
+        sharding = data_sharding(self.mesh)
+        if self.config.backend == "pmap":
+            tree = jax.tree_util.tree_map(
+                lambda a: np.asarray(a).reshape(self.num_devices, -1, *a.shape[1:]), tree
+            )
+        if not distributed.is_multiprocess():
+            return jax.device_put(tree, sharding)
+        local, total = len(self.local_devices), self.num_devices
+        return jax.tree_util.tree_map(
+            lambda a: distributed.global_array(sharding, np.asarray(a), local, total), tree
+        )
+
+    # ---- dispatch ------------------------------------------------------------------------
+    def run(self, dbatch: DeviceBatch, policy) -> DeviceResult:
+        """Dispatch every chunk of ``dbatch`` with one ego ``policy`` (asynchronous).
+        The device batch is consumed (donated)."""
+        return self._run(dbatch, policy, sweep=False)
+
+    def run_sweep(self, dbatch: DeviceBatch, policies) -> DeviceResult:
+        """Every scenario under each of P policies (stacked, leading axis P, or a list) in
+        one program per dispatch; ``fetch`` gives (P, B) metrics."""
+        if isinstance(policies, (list, tuple)):
+            policies = stack_policies(list(policies))
+        return self._run(dbatch, policies, sweep=True)
+
+    def _run(self, dbatch: DeviceBatch, policy, sweep: bool) -> DeviceResult:
+        for attempt in range(self.config.max_retries + 1):
+            try:
+                if dbatch.mesh is not self.mesh:
+                    dbatch = self.put(dbatch.host)
+                return self._dispatch_all(dbatch, policy, sweep)
+            except JaxRuntimeError as error:
+                if attempt == self.config.max_retries:
+                    raise
+                self._recover(error)
+                dbatch = self.put(dbatch.host)
+        raise AssertionError("unreachable")
+
+    def _dispatch_all(self, dbatch: DeviceBatch, policy, sweep: bool) -> DeviceResult:
+        ids = tuple(d.id for d in self.devices)
+        outs = []
+        for k, chunk in enumerate(dbatch.chunks):
+            if self.config.inject_failure is not None:
+                self.config.inject_failure(DispatchInfo(chunk=k, device_ids=ids, backend=self.config.backend))
+            outs.append(self._program(chunk, policy, sweep)(chunk, policy))
+        host = dbatch.host
+        redo = lambda: self._run(self.put(host), policy, sweep)  # noqa: E731
+        return DeviceResult(
+            metrics=outs,
+            valid=dbatch.valid,
+            layout=dbatch.layout,
+            mesh=self.mesh,
+            backend=self.config.backend,
+            sweep=sweep,
+            redo=redo,
+        )
+
+    def _program(self, chunk, policy, sweep: bool):
+        """The compiled program for these argument shapes (compiled once per process and
+        device set, shared by every Executor; ``chunk`` may hold ShapeDtypeStructs)."""
+        key = ProgramKey(self.config.backend, sweep, self.config.donate)
+        ids = tuple(d.id for d in self.devices)
+        sig = (key, ids, self.sim, _signature(chunk), _signature(policy))
+        with _COMPILE_LOCK:
+            if sig not in _COMPILED:
+                if len(_COMPILED) >= _CACHE_SIZE:
+                    _COMPILED.clear()
+                program = build_program(key, self.mesh, self.sim)
+                with warnings.catch_warnings():
+                    # CPU (and metric-only outputs) cannot reuse donated buffers; they are freed anyway.
+                    warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+                    _COMPILED[sig] = program.lower(chunk, policy).compile()
+            return _COMPILED[sig]
+
+    # ---- devices -> host -----------------------------------------------------------------
+    def fetch(self, result: DeviceResult) -> RolloutMetrics:
+        """This process's real rows as NumPy: (B,) leaves, (P, B) for a sweep. Redoes the
+        batch on the remaining devices if its execution failed."""
+        for attempt in range(self.config.max_retries + 1):
+            try:
+                return _local_metrics(result)
+            except JaxRuntimeError as error:
+                if attempt == self.config.max_retries:
+                    raise
+                self._recover(error)
+                result = result.redo()
+        raise AssertionError("unreachable")
+
+    def aggregate(self, result: DeviceResult) -> dict:
+        """Aggregate metrics over every real scenario of the (global) batch, reduced on the
+        devices (per-device reduce, then all-reduce to a replicated value). Values are
+        floats, or (P,) arrays for a sweep. Keys: see reductions.finalize."""
+        metric_spec, valid_spec, keep = _reduce_specs(result.backend, result.sweep)
+        reduce = reducer(result.mesh, metric_spec, valid_spec, keep)
+        total = None
+        for metrics, valid in zip(result.metrics, result.valid, strict=True):
+            part = reduce(metrics, valid)
+            total = part if total is None else combine(total, part)
+        return finalize(total)
+
+    def simulate(self, batch: Scenario, policy) -> RolloutMetrics:
+        """put + run + fetch: per-scenario metrics (B,) of a host batch."""
+        return self.fetch(self.run(self.put(batch), policy))
+
+    # ---- memory --------------------------------------------------------------------------
+    def compiled_memory_bytes(self, batch_shape_like, sweep_size: int | None = None) -> int:
+        """Per-device bytes (arguments + outputs + temporaries - aliased) of one dispatch of
+        ``batch_shape_like`` (a Scenario of arrays / ShapeDtypeStructs, leading axis D*c),
+        from the compiled program's ``memory_analysis()``; the program is cached for runs."""
+        policy = default_policy_params(self.sim)
+        if sweep_size:
+            policy = stack_policies([policy] * sweep_size)
+        rows = int(np.shape(batch_shape_like.valid)[0])
+        c = max(1, rows // self.num_devices)
+        lead = (self.num_devices, c) if self.config.backend == "pmap" else (self.num_devices * c,)
+        sharding = data_sharding(self.mesh)
+        like = jax.tree_util.tree_map(
+            lambda a: jax.ShapeDtypeStruct(lead + tuple(np.shape(a)[1:]), a.dtype, sharding=sharding),
+            batch_shape_like,
+        )
+        stats = self._program(like, policy, bool(sweep_size)).memory_analysis()
+        total = stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
+        return int(total - stats.alias_size_in_bytes)
+
+    def memory_budget(self) -> int:
+        """Bytes one dispatch may use per device: ``memory_fraction`` of the free device
+        memory where ``memory_stats()`` reports it, else ``memory_budget_bytes`` (CPU)."""
+        stats = self.local_devices[0].memory_stats() if self.local_devices else None
+        configured = self.config.memory_budget_bytes
+        if stats and "bytes_limit" in stats:
+            free = int(self.config.memory_fraction * (stats["bytes_limit"] - stats.get("bytes_in_use", 0)))
+            return min(free, configured) if configured else free
+        return configured or DEFAULT_CPU_BUDGET
+
+    def _chunk_for(self, host: Scenario, max_rows: int) -> int | None:
+        if self.config.chunk != "auto":
+            return self.config.chunk
+        per_device = max(1, math.ceil(max_rows / len(self.local_devices)))
+        key = (_signature(slice_rows(host, 0, 1)), per_device, self.num_devices)
+        if key not in self._auto_chunk:
+            self._auto_chunk[key] = choose_chunk(self, slice_rows(host, 0, 1), per_device)
+        return self._auto_chunk[key]
+
+
+def choose_chunk(executor: Executor, row: Scenario, per_device: int) -> int:
+    """Largest chunk c <= per_device whose compiled per-device memory fits the budget.
+
+    Memory grows about linearly in c: measure c = 1 and 2, solve for the budget, then check
+    the candidate by compiling it and shrink by 10% steps until it fits."""
+    budget = executor.memory_budget()
+    d = executor.num_devices
+
+    def mem(c: int) -> int:
+        like = jax.tree_util.tree_map(lambda a: np.broadcast_to(a, (d * c, *a.shape[1:])), row)
+        return executor.compiled_memory_bytes(like)
+
+    m1 = mem(1)
+    if per_device == 1 or m1 > budget:
+        if m1 > budget:
+            log.warning("chunk=auto: one scenario per device needs %d bytes > budget %d", m1, budget)
+        return 1
+    slope = max(mem(2) - m1, 1)
+    c = int(min(per_device, max(1, 1 + (budget - m1) // slope)))
+    while c > 1 and mem(c) > budget:
+        c = max(1, int(c * 0.9))
+    return c
+
+
+def _signature(tree) -> tuple:
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    return (treedef, tuple((tuple(np.shape(x)), str(getattr(x, "dtype", type(x)))) for x in leaves))
+
+
+def _reduce_specs(backend: str, sweep: bool):
+    """(metric spec, valid spec, kept policy axis) of a result's layout."""
+    if backend == "pmap":
+        return PartitionSpec(DATA), PartitionSpec(DATA), (1 if sweep else None)
+    if sweep:
+        return PartitionSpec(None, DATA), PartitionSpec(DATA), 0
+    return PartitionSpec(DATA), PartitionSpec(DATA), None
+
+
+def _local_rows(array, backend: str, sweep: bool) -> np.ndarray:
+    """This process's rows of a result leaf, from its addressable shards (no gather):
+    (D_local*c,) or (P, D_local*c)."""
+    split = 1 if (sweep and backend != "pmap") else 0
+    shards = {}
+    for shard in array.addressable_shards:
+        start = shard.index[split].start or 0
+        shards.setdefault(start, shard.data)
+    starts = sorted(shards)
+    blocks = jax.device_get([shards[s] for s in starts])
+    local = np.concatenate([np.asarray(b) for b in blocks], axis=split)
+    if backend != "pmap":
+        return local
+    if sweep:  # (D_local, P, c) -> (P, D_local*c)
+        return np.moveaxis(local, 0, 1).reshape(local.shape[1], -1)
+    return local.reshape(-1)
+
+
+def _local_metrics(result: DeviceResult) -> RolloutMetrics:
+    """Concatenate this process's rows over the dispatches and drop the padding."""
+    axis = 1 if result.sweep else 0
+    parts = [
+        jax.tree_util.tree_map(lambda a: _local_rows(a, result.backend, result.sweep), m)
+        for m in result.metrics
+    ]
+    rows = result.layout.rows
+    return jax.tree_util.tree_map(
+        lambda *leaves: np.take(np.concatenate(leaves, axis=axis), np.arange(rows), axis=axis), *parts
+    )
+
+
+__all__ = ["DeviceBatch", "DeviceResult", "Executor", "ExecutorConfig", "choose_chunk"]
