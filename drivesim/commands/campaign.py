@@ -1,9 +1,272 @@
-"""CLI commands of this room (filled in by its issue)."""
+"""CLI: ``drivesim run``, ``drivesim query``, ``drivesim summary`` (thin layer over drivesim.pipeline)."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import pathlib
+from typing import Annotated
+
 import typer
+
+DEMO_OUT = "runs/demo"
+
+
+def _default_out(config) -> str:
+    """runs/demo for the demo; otherwise runs/run-<hash of what is computed>, so rerunning the
+    same command resumes it and a different command gets its own directory."""
+    digest = hashlib.sha1(json.dumps(config.identity(), sort_keys=True).encode()).hexdigest()[:8]
+    return f"runs/run-{digest}"
+
+
+def _chunk(value: str | None):
+    if value is None or value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise typer.BadParameter(f"--chunk: expected an integer or 'auto', got {value!r}") from None
 
 
 def register(app: typer.Typer) -> None:
-    """Add this room's commands to app."""
+    """Add run / query / summary to ``app``."""
+
+    @app.command()
+    def run(
+        directory: Annotated[
+            pathlib.Path | None, typer.Argument(help="Campaign directory to resume (with --resume).")
+        ] = None,
+        source: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--source",
+                help="Scenario source, repeatable: synthetic:highway,merge | commonroad:PATH | "
+                "store:PATH. Default: every synthetic family plus ../shared/data CommonRoad files.",
+            ),
+        ] = None,
+        count: Annotated[
+            int | None, typer.Option(help="Scenarios to generate for synthetic sources (default: 1000).")
+        ] = None,
+        policy: Annotated[str, typer.Option(help="Ego policy: idm | constant | mlp:FILE.")] = "idm",
+        sweep: Annotated[
+            pathlib.Path | None,
+            typer.Option(
+                help="TOML/JSON file of IDM variants (TOML: one policy table per variant, e.g. T=1.2 v0=30); "
+                "every scenario runs under "
+                "each (rows per scenario and policy_id)."
+            ),
+        ] = None,
+        backend: Annotated[
+            str, typer.Option(help="Executor backend: sharding | shard_map | pmap.")
+        ] = "sharding",
+        devices: Annotated[int | None, typer.Option(help="Number of devices to use (default: all).")] = None,
+        chunk: Annotated[
+            str | None,
+            typer.Option(help="Scenarios per device per dispatch: N or 'auto' (default: the whole batch)."),
+        ] = None,
+        batch_size: Annotated[
+            int, typer.Option(help="Scenarios per batch (one ledger entry, one Parquet shard).")
+        ] = 128,
+        steps: Annotated[int, typer.Option(help="Simulation steps per scenario.")] = 80,
+        agents: Annotated[
+            int | None, typer.Option(help="Fixed agent count for synthetic families (default: varied).")
+        ] = None,
+        out: Annotated[
+            pathlib.Path | None,
+            typer.Option(
+                help="Campaign directory (default: runs/demo for the demo, runs/run-<hash> otherwise)."
+            ),
+        ] = None,
+        resume: Annotated[
+            bool,
+            typer.Option(
+                "--resume",
+                help="Resume the campaign in DIR (or --out) with its stored config; rerunning "
+                "the same command also resumes.",
+            ),
+        ] = False,
+        seed: Annotated[int, typer.Option(help="Campaign seed for synthetic scenarios.")] = 0,
+        loader_threads: Annotated[int, typer.Option(help="Host loader threads.")] = 2,
+        live_html: Annotated[
+            bool, typer.Option("--live-html", help="Serve the live dashboard on localhost while running.")
+        ] = False,
+    ) -> None:
+        """Run a campaign of scenarios end to end (resumable) and write its results and dashboard."""
+        from drivesim.pipeline.config import CampaignConfig, read_config
+
+        target = directory or out
+        if resume:
+            if target is None:
+                raise typer.BadParameter("--resume needs the campaign directory: drivesim run --resume DIR")
+            config = dataclasses.replace(
+                read_config(target),
+                out=str(target),
+                backend=backend,
+                devices=devices,
+                chunk=_chunk(chunk) if chunk is not None else read_config(target).chunk,
+            )
+        else:
+            demo = not source and count is None
+            config = CampaignConfig(
+                sources=tuple(source or ()),
+                count=1000 if count is None else count,
+                policy=policy,
+                sweep=str(sweep) if sweep else None,
+                backend=backend,
+                devices=devices,
+                chunk=_chunk(chunk),
+                batch_size=batch_size,
+                num_steps=steps,
+                agents=agents,
+                seed=seed,
+                loader_threads=loader_threads,
+                out=str(target or "."),
+            )
+            if target is None:
+                config = dataclasses.replace(config, out=DEMO_OUT if demo else _default_out(config))
+        _run(config, live_html)
+
+    @app.command()
+    def query(
+        directory: Annotated[pathlib.Path, typer.Argument(help="Campaign directory.")],
+        sql: Annotated[
+            str,
+            typer.Argument(
+                help='SQL over the view `results`, e.g. "SELECT family, '
+                'avg(progress_m) FROM results GROUP BY 1".'
+            ),
+        ],
+        json_out: Annotated[
+            bool, typer.Option("--json", help="Print one JSON object per row instead of a table.")
+        ] = False,
+    ) -> None:
+        """Run DuckDB SQL over a campaign's results (the view is named `results`)."""
+        from drivesim.pipeline import results
+
+        table = results.query(directory, sql)
+        if json_out:
+            for row in table.to_pylist():
+                typer.echo(json.dumps(row, default=str))
+            return
+        _print_table(table)
+
+    @app.command()
+    def summary(directory: Annotated[pathlib.Path, typer.Argument(help="Campaign directory.")]) -> None:
+        """Print headline figures of a campaign: collision/off-road rates, progress, TTC, throughput."""
+        from rich.console import Console
+
+        from drivesim.pipeline.summary import campaign_summary, summary_table
+
+        Console().print(summary_table(campaign_summary(directory)))
+
+
+def _print_table(table) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    view = Table()
+    for name in table.column_names:
+        view.add_column(name)
+    for row in table.to_pylist():
+        view.add_row(*[_cell(v) for v in row.values()])
+    Console().print(view)
+
+
+def _cell(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _run(config, live_html: bool) -> None:
+    from rich.console import Console
+
+    from drivesim.pipeline.campaign import resolve_sources, run_campaign
+
+    console = Console(stderr=True)
+    config = resolve_sources(config)
+    for note in config.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    console.print(f"campaign [bold]{config.out}[/bold]: {', '.join(config.sources)}")
+    server = _start_server(config.out, console) if live_html else None
+    view = _live_view(console)
+    try:
+        with view:
+            result = run_campaign(config, progress=view.update)
+    finally:
+        if server is not None:
+            server.stop()
+    console.print(
+        f"done: {result.done:,}/{result.total:,} scenarios ({result.skipped:,} from an earlier run), "
+        f"{result.failed:,} failed, {result.failed_batches} batches failed; "
+        f"{result.scenarios_per_s:,.1f} scenarios/s on {result.device_count} devices"
+    )
+    console.print(
+        f"results: {pathlib.Path(config.out) / 'results'}  "
+        f'(drivesim query {config.out} "SELECT * FROM results LIMIT 5")'
+    )
+    _write_dashboard(config.out, console)
+
+
+def _live_view(console):
+    try:
+        from drivesim.report.live import LiveView
+    except ImportError:
+        return _PlainProgress(console)
+    return LiveView(console=console, title="scenarios")
+
+
+class _PlainProgress:
+    """rich progress bar with live scenarios/s (used when drivesim.report.live is absent)."""
+
+    def __init__(self, console):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        self.task = self.progress.add_task("run", total=None, rate="")
+
+    def __enter__(self):
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.progress.stop()
+
+    def update(self, event) -> None:
+        self.progress.update(
+            self.task,
+            completed=event.done,
+            total=event.total,
+            rate=f"{event.scenarios_per_s:,.1f} scenarios/s, {event.failed} failed",
+        )
+
+
+def _start_server(directory, console):
+    try:
+        from drivesim.report.server import LiveDashboardServer
+
+        server = LiveDashboardServer(directory).start()
+    except Exception as exc:  # noqa: BLE001 - the campaign runs without the live page
+        console.print(f"[yellow]live dashboard unavailable:[/yellow] {exc}")
+        return None
+    console.print(f"live dashboard: {server.url}")
+    return server
+
+
+def _write_dashboard(directory, console) -> None:
+    try:
+        from drivesim.report.dashboard import write_dashboard
+
+        path = write_dashboard(directory)
+    except Exception as exc:  # noqa: BLE001 - results are written; only the page failed
+        console.print(
+            f"[yellow]dashboard not written ({type(exc).__name__}: {exc}); "
+            f"try: drivesim report {directory}[/yellow]"
+        )
+        return
+    console.print(f"dashboard: [bold]{pathlib.Path(path).resolve()}[/bold]")

@@ -1,0 +1,345 @@
+"""The campaign runner: plan, load, prefetch to devices, compute, write, record, resume.
+
+Threads: the loader stage (``Planner`` + a pool of loader threads) fills a bounded queue of host
+batches; the device stage ``device_put``s the next batch while the main thread computes the
+current one; a writer thread writes each batch's Parquet shard (atomic, fsync'ed) and only then
+marks the batch done in the ledger. Rerunning a campaign skips done batches and redoes the rest.
+Progress is reported through ``progress(BatchEvent)`` calls on the calling thread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import platform
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import jax
+
+from drivesim.core.types import SimConfig
+from drivesim.pipeline import results as res
+from drivesim.pipeline import sources as src
+from drivesim.pipeline.config import (
+    CONFIG_NAME,
+    CampaignConfig,
+    check_same_campaign,
+    policy_spec,
+    read_config,
+    write_config,
+)
+from drivesim.pipeline.devices import DeviceRunner, block
+from drivesim.pipeline.ledger import Ledger
+from drivesim.pipeline.plan import HostWork, Planner, PlanSettings
+from drivesim.pipeline.prefetch import Prefetcher, chain
+from drivesim.pipeline.timing import BatchEvent, PhaseTimes, Stopwatch, host_rss_bytes
+
+ProgressFn = Callable[[BatchEvent], None]
+
+
+@dataclass
+class CampaignResult:
+    """What a run did: scenarios done (this run and before), failed to load, skipped
+    (done by an earlier run), batches whose compute failed, wall seconds, throughput."""
+
+    directory: pathlib.Path
+    total: int
+    done: int
+    failed: int
+    skipped: int
+    failed_batches: int
+    elapsed_s: float
+    scenarios_per_s: float
+    device_count: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DeviceWork:
+    """A host batch with its device copy (None for a batch of failed scenarios only)."""
+
+    host: HostWork
+    dbatch: object
+    h2d_s: float
+
+
+@dataclass
+class _Outcome:
+    """A computed batch on its way to the writer."""
+
+    work: HostWork
+    metrics: dict | None
+    phases: PhaseTimes
+    error: str | None = None
+
+
+def prepare_directory(config: CampaignConfig) -> CampaignConfig:
+    """Create the campaign directory and its config; on a rerun check it is the same campaign."""
+    directory = pathlib.Path(config.out)
+    directory.mkdir(parents=True, exist_ok=True)
+    if (directory / CONFIG_NAME).is_file():
+        check_same_campaign(read_config(directory), config, directory)
+    else:
+        write_config(config, directory)
+    res.remove_partial(directory)
+    return config
+
+
+def resolve_sources(config: CampaignConfig) -> CampaignConfig:
+    """Fill in the demo sources when none are given (notes say what was skipped)."""
+    if config.sources:
+        return config
+    import dataclasses
+
+    specs, notes = src.demo_sources()
+    return dataclasses.replace(config, sources=specs, notes=tuple(notes))
+
+
+def _positions(total: int) -> tuple[range, int]:
+    if jax.process_count() == 1:
+        return range(total), 0
+    from drivesim.parallel.distributed import process_positions
+
+    return process_positions(total), jax.process_index()
+
+
+def run_campaign(config: CampaignConfig, progress: ProgressFn | None = None, source=None) -> CampaignResult:
+    """Run (or resume) the campaign described by ``config`` in ``config.out``.
+
+    progress: called with a :class:`BatchEvent` on this thread (start, per batch, end).
+    source: a scenario source object (``len``, ``load(position)``) to use instead of
+    ``config.sources`` (library use; a resume must pass an equal source).
+    """
+    config = prepare_directory(config if source is not None else resolve_sources(config))
+    runner = _Runner(config, progress or (lambda event: None), source)
+    return runner.run()
+
+
+class _Runner:
+    """State of one run of a campaign (see module docstring for the threads)."""
+
+    def __init__(self, config: CampaignConfig, progress: ProgressFn, source=None):
+        self.config, self.progress = config, progress
+        self.directory = pathlib.Path(config.out)
+        self.source = (
+            source
+            if source is not None
+            else src.open_source(config.sources, config.count, config.seed, config.agents, config.num_steps)
+        )
+        self.spec = policy_spec(config)
+        self.sim_config = SimConfig(num_steps=config.num_steps, policy=self.spec.kind)
+        self.device = DeviceRunner(config, self.sim_config, self.spec)
+        self.total = len(self.source)
+        self.positions, self.process_index = _positions(self.total)
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.counts = dict(done=0, failed=0, failed_batches=0, this_run=0)
+
+    def run(self) -> CampaignResult:
+        ledger = Ledger(self.directory)
+        self._write_meta(ledger)
+        self.counts["done"] = self.skipped = ledger.done_scenarios()
+        self.counts["failed"] = ledger.failure_count()
+        ledger.close()
+        self.start = time.perf_counter()
+        self._emit("start")
+        d = self.device.num_devices
+        settings = PlanSettings(
+            self.config.batch_size,
+            self.config.window,
+            math.ceil(self.config.batch_size / d) * d,
+            self.config.loader_threads,
+        )
+        planner = Planner(self.source, self.directory, settings, self.positions)
+        host = Prefetcher(planner, self.config.prefetch, name="drivesim-loader")
+        stage = chain(host, self._to_device, depth=2)
+        writer = _Writer(self.directory, self.process_index, self.spec.names, self.events)
+        try:
+            for _batch_id, work in stage:
+                writer.submit(self._compute(work))
+                self._drain()
+        finally:
+            stage.close()
+            writer.close()
+        self._drain()
+        return self._finish()
+
+    def _to_device(self, _position: int, work: HostWork) -> DeviceWork:
+        if work.scenario is None:
+            return DeviceWork(work, None, 0.0)
+        with Stopwatch() as sw:
+            dbatch = self.device.put(work.scenario)
+            block(dbatch)
+        return DeviceWork(work, dbatch, sw.seconds)
+
+    def _compute(self, dwork: DeviceWork) -> _Outcome:
+        work = dwork.host
+        phases = PhaseTimes(load_s=work.load_s, h2d_s=dwork.h2d_s)
+        if dwork.dbatch is None:
+            return _Outcome(work, None, phases)
+        error = None
+        for attempt in range(self.config.retries + 1):
+            try:
+                dbatch = dwork.dbatch if attempt == 0 else self.device.put(work.scenario)
+                with Stopwatch() as compute:
+                    result = self.device.run(dbatch)
+                    block(result)
+                with Stopwatch() as d2h:
+                    metrics = self.device.fetch(result, len(work.infos))
+                phases.compute_s, phases.d2h_s = compute.seconds, d2h.seconds
+                return _Outcome(work, metrics, phases)
+            except Exception as exc:  # noqa: BLE001 - a failing batch is recorded, the campaign goes on
+                error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
+        return _Outcome(work, None, phases, error=error)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                outcome = self.events.get_nowait()
+            except queue.Empty:
+                return
+            work = outcome.work
+            if outcome.error is not None:
+                self.counts["failed_batches"] += 1
+                self._emit("batch_failed", work, outcome)
+                continue
+            self.counts["done"] += len(work.infos) + len(work.failed)
+            self.counts["this_run"] += len(work.infos) + len(work.failed)
+            self.counts["failed"] += len(work.failed)
+            self._emit("batch", work, outcome)
+
+    def _emit(self, kind: str, work: HostWork | None = None, outcome: _Outcome | None = None) -> None:
+        elapsed = time.perf_counter() - self.start
+        rate = self.counts["this_run"] / elapsed if elapsed > 0 else 0.0
+        extra = {}
+        if work is not None:
+            extra = dict(
+                batch_id=work.batch_id,
+                num_scenarios=len(work.infos) + len(work.failed),
+                num_failed=len(work.failed),
+                size_class=work.size_class,
+                phases=outcome.phases,
+                error=outcome.error,
+            )
+        self.progress(
+            BatchEvent(
+                kind,
+                self.counts["done"],
+                self.counts["failed"],
+                len(self.positions),
+                self.skipped,
+                elapsed,
+                rate,
+                self.device.num_devices,
+                **extra,
+            )
+        )
+
+    def _write_meta(self, ledger: Ledger) -> None:
+        devices = jax.devices()[: self.device.num_devices]
+        ledger.set_meta(
+            machine=platform.node() + " " + platform.machine(),
+            devices=json.dumps([d.device_kind for d in devices]),
+            jax_version=jax.__version__,
+            backend=self.config.backend,
+            device_count=str(self.device.num_devices),
+            workload=_describe(self.source),
+            started_at=str(time.time()),
+        )
+
+    def _finish(self) -> CampaignResult:
+        self._emit("end")
+        elapsed = time.perf_counter() - self.start
+        with Ledger(self.directory) as ledger:
+            ledger.set_meta(finished_at=str(time.time()))
+        return CampaignResult(
+            self.directory,
+            len(self.positions),
+            self.counts["done"],
+            self.counts["failed"],
+            self.skipped,
+            self.counts["failed_batches"],
+            elapsed,
+            self.counts["this_run"] / elapsed if elapsed > 0 else 0.0,
+            self.device.num_devices,
+            list(self.config.notes),
+        )
+
+
+def _describe(source) -> str:
+    describe = getattr(source, "describe", None)
+    return describe() if callable(describe) else getattr(source, "name", type(source).__name__)
+
+
+class _Writer:
+    """Writer thread: shard (atomic, durable) first, then the ledger; results go back to the
+    main thread through ``events``. Errors are re-raised in the main thread."""
+
+    def __init__(self, directory, process_index: int, policies: tuple[str, ...], events: queue.SimpleQueue):
+        self.directory, self.process_index, self.policies, self.events = (
+            directory,
+            process_index,
+            policies,
+            events,
+        )
+        self.queue: queue.Queue = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._work, name="drivesim-writer", daemon=True)
+        self.thread.start()
+
+    def submit(self, outcome: _Outcome) -> None:
+        while self.thread.is_alive():
+            try:
+                self.queue.put(outcome, timeout=0.1)
+                break
+            except queue.Full:
+                continue
+        self._check()
+
+    def _check(self) -> None:
+        if self.error is not None:
+            raise RuntimeError(f"result writer failed: {self.error}") from self.error
+
+    def _work(self) -> None:
+        ledger = Ledger(self.directory)
+        try:
+            while (outcome := self.queue.get()) is not None:
+                self._write(ledger, outcome)
+                self.events.put(outcome)
+        except BaseException as exc:  # noqa: BLE001 - surfaced by submit/close
+            self.error = exc
+        finally:
+            ledger.close()
+
+    def _write(self, ledger: Ledger, outcome: _Outcome) -> None:
+        work = outcome.work
+        if outcome.error is not None:
+            ledger.mark_failed(work.batch_id, outcome.error)
+            return
+        with Stopwatch() as sw:
+            if outcome.metrics is not None:
+                table = res.batch_table(
+                    work.infos, outcome.metrics, self.policies, work.batch_id, self.process_index, work.failed
+                )
+            else:
+                table = res.failed_table(work.failed, work.batch_id, self.process_index)
+            shard = res.write_shard(table, self.directory, work.batch_id)
+        phases = outcome.phases
+        phases.write_s, phases.wall_end = sw.seconds, time.time()
+        row = phases.as_dict() | dict(
+            num_scenarios=len(work.infos) + len(work.failed),
+            size_class=work.size_class,
+            host_rss_bytes=host_rss_bytes(),
+        )
+        failures = [(info.scenario_id, reason) for info, reason in work.failed]
+        ledger.mark_done(work.batch_id, str(shard.relative_to(self.directory)), row, failures)
+
+    def close(self) -> None:
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+        self._check()

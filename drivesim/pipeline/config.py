@@ -1,0 +1,203 @@
+"""Campaign configuration: the ``CampaignConfig`` dataclass, its TOML file, policy specs.
+
+A campaign directory holds ``campaign.toml`` (written first). Rerunning a campaign compares
+the fields that decide *what* is computed (``IDENTITY_FIELDS``); fields that only decide
+*how* (backend, devices, chunk, threads) may change between a run and its resume.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import tomllib
+from dataclasses import dataclass, field
+
+CONFIG_NAME = "campaign.toml"
+
+# Fields whose change would change the results or the batch plan: a resume must match them.
+IDENTITY_FIELDS = (
+    "sources",
+    "count",
+    "policy",
+    "sweep",
+    "seed",
+    "num_steps",
+    "agents",
+    "batch_size",
+    "window_batches",
+)
+
+
+@dataclass(frozen=True)
+class CampaignConfig:
+    """Everything one ``drivesim run`` needs.
+
+    sources: source specs (``synthetic:highway,merge``, ``commonroad:PATH``, ``store:PATH``);
+        empty means the demo mix (every synthetic family plus ../shared/data CommonRoad files).
+    count: scenarios in the campaign (synthetic sources; file sources have their own length).
+    policy: ``idm`` | ``constant`` | ``mlp:FILE``; sweep: TOML/JSON file of IDM variants.
+    backend, devices, chunk: executor settings (chunk: int, "auto" or None).
+    batch_size: scenarios per host batch (one ledger batch, one Parquet shard).
+    window_batches: batches planned together; the plan (bucketing by agent count) is a pure
+        function of the positions of a window, so a resumed run rebuilds identical batches.
+    num_steps: simulation steps; agents: fixed agent count for synthetic families (None:
+        the family's own distribution).
+    loader_threads: host loader threads; prefetch: bounded host queue depth (batches).
+    retries: extra attempts for a batch whose compute raised.
+    """
+
+    sources: tuple[str, ...] = ()
+    count: int = 1000
+    policy: str = "idm"
+    sweep: str | None = None
+    backend: str = "sharding"
+    devices: int | None = None
+    chunk: int | str | None = None
+    batch_size: int = 128
+    window_batches: int = 8
+    num_steps: int = 80
+    agents: int | None = None
+    seed: int = 0
+    out: str = "runs/demo"
+    loader_threads: int = 2
+    prefetch: int = 4
+    retries: int = 1
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self):
+        if self.count < 0 or self.batch_size < 1 or self.window_batches < 1:
+            raise ValueError("CampaignConfig: count >= 0, batch_size >= 1 and window_batches >= 1 required")
+        if self.loader_threads < 1 or self.prefetch < 1:
+            raise ValueError("CampaignConfig: loader_threads and prefetch must be >= 1")
+        if not (self.policy in ("idm", "constant") or self.policy.startswith("mlp:")):
+            raise ValueError(
+                f"CampaignConfig.policy: expected idm, constant or mlp:FILE, got {self.policy!r}"
+            )
+
+    @property
+    def window(self) -> int:
+        """Positions per planning window."""
+        return self.batch_size * self.window_batches
+
+    def identity(self) -> dict:
+        """The fields a resume must match (JSON-comparable)."""
+        return {k: _plain(getattr(self, k)) for k in IDENTITY_FIELDS}
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def to_dict(config: CampaignConfig) -> dict:
+    """TOML-ready dict (None values dropped, tuples as lists)."""
+    out = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if value is not None:
+            out[f.name] = _plain(value)
+    return out
+
+
+def from_dict(data: dict) -> CampaignConfig:
+    """Inverse of :func:`to_dict`; unknown keys are an error naming the key."""
+    names = {f.name for f in dataclasses.fields(CampaignConfig)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{CONFIG_NAME}: unknown keys {unknown}")
+    values = dict(data)
+    for key in ("sources", "notes"):
+        if key in values:
+            values[key] = tuple(values[key])
+    return CampaignConfig(**values)
+
+
+def write_config(config: CampaignConfig, directory: pathlib.Path) -> pathlib.Path:
+    """Write ``campaign.toml`` atomically into ``directory``."""
+    import tomli_w
+
+    path = directory / CONFIG_NAME
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(tomli_w.dumps(to_dict(config)))
+    tmp.replace(path)
+    return path
+
+
+def read_config(directory: pathlib.Path) -> CampaignConfig:
+    """Read ``DIR/campaign.toml``."""
+    path = pathlib.Path(directory) / CONFIG_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no campaign config (is {directory} a campaign directory?)")
+    with path.open("rb") as fh:
+        return from_dict(tomllib.load(fh))
+
+
+def check_same_campaign(stored: CampaignConfig, new: CampaignConfig, directory) -> None:
+    """Raise ValueError naming the differing fields if ``new`` is not a resume of ``stored``."""
+    a, b = stored.identity(), new.identity()
+    diff = [k for k in IDENTITY_FIELDS if a[k] != b[k]]
+    if diff:
+        detail = ", ".join(f"{k}: {a[k]!r} -> {b[k]!r}" for k in diff)
+        raise ValueError(
+            f"{directory} holds a different campaign ({detail}); use another --out, or --resume {directory}"
+        )
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """Ego policies of a campaign: kind for SimConfig.policy, P parameter sets and names."""
+
+    kind: str
+    params: tuple
+    names: tuple[str, ...]
+
+    @property
+    def is_sweep(self) -> bool:
+        return len(self.params) > 1 or self.kind == "sweep"
+
+
+def _describe_idm(values: dict) -> str:
+    inner = ",".join(f"{k}={v:g}" for k, v in values.items())
+    return f"idm[{inner}]" if inner else "idm"
+
+
+def read_sweep(path: str) -> list[dict]:
+    """IDM variants from a TOML (``[[policy]] T=1.2 v0=30``) or JSON (list or {"policy": [...]}) file."""
+    from drivesim.core.types import IDM_DEFAULTS
+
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"sweep file {p} does not exist")
+    if p.suffix == ".json":
+        data = json.loads(p.read_text())
+    else:
+        with p.open("rb") as fh:
+            data = tomllib.load(fh)
+    variants = data.get("policy", []) if isinstance(data, dict) else data
+    if not variants:
+        raise ValueError(f"{p}: no policies (expected [[policy]] tables or a JSON list)")
+    for index, variant in enumerate(variants):
+        bad = sorted(set(variant) - set(IDM_DEFAULTS))
+        if bad:
+            raise ValueError(
+                f"{p}: policy {index}: unknown IDM parameters {bad}; known: {sorted(IDM_DEFAULTS)}"
+            )
+    return [{k: float(v) for k, v in variant.items()} for variant in variants]
+
+
+def policy_spec(config: CampaignConfig) -> PolicySpec:
+    """Resolve ``config.policy`` / ``config.sweep`` into parameters for the executor."""
+    from drivesim.core import policies
+
+    if config.sweep:
+        variants = read_sweep(config.sweep)
+        params = tuple(policies.idm_policy(**v) for v in variants)
+        return PolicySpec("idm", params, tuple(_describe_idm(v) for v in variants))
+    if config.policy == "idm":
+        return PolicySpec("idm", (policies.idm_policy(),), ("idm",))
+    if config.policy == "constant":
+        return PolicySpec("constant", (None,), ("constant",))
+    path = config.policy.split(":", 1)[1]
+    from drivesim.train.policy_io import load_policy  # written by the train room
+
+    return PolicySpec("mlp", (load_policy(path),), (config.policy,))

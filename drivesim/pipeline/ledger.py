@@ -1,0 +1,213 @@
+"""The campaign ledger: SQLite in WAL mode (tables in docs/CAMPAIGN_FORMAT.md).
+
+``batches`` holds every planned batch (its scenario ids and status), ``phases`` the per-batch
+timings, ``meta`` key/values, ``windows`` which planning windows have a recorded plan and
+``failures`` one row per scenario that failed to load or validate. A batch is marked done only
+after its Parquet shard is durable. Each thread opens its own :class:`Ledger` (sqlite3
+connections are not shared between threads).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sqlite3
+import time
+from dataclasses import dataclass
+
+LEDGER_NAME = "ledger.sqlite"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches(
+    batch_id INTEGER PRIMARY KEY, scenario_ids TEXT, status TEXT, error TEXT,
+    attempts INTEGER DEFAULT 0, shard TEXT, updated_at REAL, size_class INTEGER, window_id INTEGER);
+CREATE TABLE IF NOT EXISTS phases(
+    batch_id INTEGER PRIMARY KEY, num_scenarios INTEGER, size_class INTEGER, wall_start REAL,
+    wall_end REAL, load_s REAL, h2d_s REAL, compute_s REAL, d2h_s REAL, write_s REAL,
+    compiled_bytes INTEGER, device_bytes_in_use INTEGER, device_peak_bytes INTEGER,
+    host_rss_bytes INTEGER);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS windows(window_id INTEGER PRIMARY KEY, start INTEGER, stop INTEGER,
+    num_batches INTEGER);
+CREATE TABLE IF NOT EXISTS failures(scenario_id INTEGER PRIMARY KEY, batch_id INTEGER, reason TEXT);
+CREATE INDEX IF NOT EXISTS batches_window ON batches(window_id);
+"""
+
+PHASE_COLUMNS = (
+    "num_scenarios",
+    "size_class",
+    "wall_start",
+    "wall_end",
+    "load_s",
+    "h2d_s",
+    "compute_s",
+    "d2h_s",
+    "write_s",
+    "compiled_bytes",
+    "device_bytes_in_use",
+    "device_peak_bytes",
+    "host_rss_bytes",
+)
+
+
+@dataclass(frozen=True)
+class PlannedBatch:
+    """One batch of a window plan: its id (= its smallest position), positions in order
+    and the agent size class it runs in (0 for a batch of failed scenarios only)."""
+
+    batch_id: int
+    positions: tuple[int, ...]
+    size_class: int
+
+
+class Ledger:
+    """One connection to ``DIR/ledger.sqlite`` (WAL mode, 30 s busy timeout)."""
+
+    def __init__(self, directory):
+        self.path = pathlib.Path(directory) / LEDGER_NAME
+        self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=FULL")
+        self.conn.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- meta ---------------------------------------------------------------------------
+    def set_meta(self, **values) -> None:
+        rows = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in values.items()]
+        self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", rows)
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta"))
+
+    # -- plan ---------------------------------------------------------------------------
+    def window_planned(self, window_id: int) -> bool:
+        row = self.conn.execute("SELECT 1 FROM windows WHERE window_id=?", (window_id,)).fetchone()
+        return row is not None
+
+    def record_plan(self, window_id: int, start: int, stop: int, batches: list[PlannedBatch]) -> None:
+        """Insert a window's batches as pending and mark the window planned (one transaction)."""
+        now = time.time()
+        rows = [
+            (
+                b.batch_id,
+                json.dumps(list(b.positions)),
+                "pending",
+                None,
+                0,
+                None,
+                now,
+                b.size_class,
+                window_id,
+            )
+            for b in batches
+        ]
+        with self._transaction():
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO batches(batch_id, scenario_ids, status, error, attempts, shard,"
+                " updated_at, size_class, window_id) VALUES (?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
+            self.conn.execute(
+                "INSERT OR REPLACE INTO windows VALUES (?,?,?,?)", (window_id, start, stop, len(batches))
+            )
+
+    def record_batch(self, window_id: int, batch: PlannedBatch) -> None:
+        """Insert one batch as pending (kept as it is if already known)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO batches(batch_id, scenario_ids, status, attempts, updated_at, size_class,"
+            " window_id) VALUES (?,?,?,?,?,?,?)",
+            (
+                batch.batch_id,
+                json.dumps(list(batch.positions)),
+                "pending",
+                0,
+                time.time(),
+                batch.size_class,
+                window_id,
+            ),
+        )
+
+    def done_ids(self, window_id: int) -> set[int]:
+        """Ids of the window's batches already done."""
+        rows = self.conn.execute(
+            "SELECT batch_id FROM batches WHERE window_id=? AND status='done'", (window_id,)
+        )
+        return {b for (b,) in rows}
+
+    def open_batches(self, window_id: int) -> list[PlannedBatch]:
+        """Batches of a planned window that are not done, by batch id."""
+        rows = self.conn.execute(
+            "SELECT batch_id, scenario_ids, size_class FROM batches WHERE window_id=? AND status!='done'"
+            " ORDER BY batch_id",
+            (window_id,),
+        )
+        return [PlannedBatch(b, tuple(json.loads(ids)), sc) for b, ids, sc in rows]
+
+    # -- outcome ------------------------------------------------------------------------
+    def mark_done(self, batch_id: int, shard: str, phases: dict, failures: list[tuple[int, str]]) -> None:
+        """Mark a batch done (its shard is durable), store its phases and failed scenarios."""
+        cols = ", ".join(PHASE_COLUMNS)
+        marks = ", ".join("?" for _ in PHASE_COLUMNS)
+        with self._transaction():
+            self.conn.execute(
+                "UPDATE batches SET status='done', error=NULL, attempts=attempts+1, shard=?, updated_at=?"
+                " WHERE batch_id=?",
+                (shard, time.time(), batch_id),
+            )
+            self.conn.execute(
+                f"INSERT OR REPLACE INTO phases(batch_id, {cols}) VALUES (?, {marks})",
+                (batch_id, *[phases.get(c) for c in PHASE_COLUMNS]),
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO failures VALUES (?,?,?)",
+                [(sid, batch_id, reason) for sid, reason in failures],
+            )
+
+    def mark_failed(self, batch_id: int, error: str) -> None:
+        """Record a batch whose compute failed; a resume redoes it."""
+        self.conn.execute(
+            "UPDATE batches SET status='failed', error=?, attempts=attempts+1, updated_at=? WHERE batch_id=?",
+            (error, time.time(), batch_id),
+        )
+
+    # -- reading ------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Number of batches per status."""
+        return dict(self.conn.execute("SELECT status, COUNT(*) FROM batches GROUP BY status"))
+
+    def done_scenarios(self) -> int:
+        """Scenarios in done batches."""
+        total = 0
+        for (ids,) in self.conn.execute("SELECT scenario_ids FROM batches WHERE status='done'"):
+            total += len(json.loads(ids))
+        return total
+
+    def failure_count(self) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0]
+
+    def phase_rows(self) -> list[dict]:
+        cur = self.conn.execute("SELECT * FROM phases ORDER BY batch_id")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=False)) for row in cur]
+
+    def _transaction(self):
+        return _Transaction(self.conn)
+
+
+class _Transaction:
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type, *_):
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")

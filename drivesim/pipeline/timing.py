@@ -1,0 +1,88 @@
+"""Per-batch phase timing and the progress events a campaign emits.
+
+Every batch is timed in five phases: ``load_s`` (read/generate, validate, pad, stack on the
+host, measured in the loader thread), ``h2d_s`` (device_put until the arrays are ready, in the
+device prefetch thread), ``compute_s`` (dispatch until the result is ready), ``d2h_s`` (metrics
+back to NumPy) and ``write_s`` (Parquet shard + fsync + ledger). Phases of different batches
+overlap, so their sum over batches exceeds the wall time when the pipeline works.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PhaseTimes:
+    """Seconds spent per phase on one batch; ``wall_start``/``wall_end`` are epoch seconds."""
+
+    load_s: float = 0.0
+    h2d_s: float = 0.0
+    compute_s: float = 0.0
+    d2h_s: float = 0.0
+    write_s: float = 0.0
+    wall_start: float = field(default_factory=time.time)
+    wall_end: float | None = None
+
+    def as_dict(self) -> dict:
+        return dict(
+            load_s=self.load_s,
+            h2d_s=self.h2d_s,
+            compute_s=self.compute_s,
+            d2h_s=self.d2h_s,
+            write_s=self.write_s,
+            wall_start=self.wall_start,
+            wall_end=self.wall_end,
+        )
+
+
+class Stopwatch:
+    """``with Stopwatch() as sw: ...`` then ``sw.seconds``."""
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start
+
+
+def host_rss_bytes() -> int | None:
+    """Resident set size of this process in bytes (None without psutil)."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is in the cli extra
+        return None
+    return int(psutil.Process().memory_info().rss)
+
+
+@dataclass(frozen=True)
+class BatchEvent:
+    """What a campaign reports after each batch (the progress-callback API).
+
+    kind: "start" (once, before the first batch: ``total`` known, nothing done yet),
+        "batch" (a batch was written), "batch_failed" (its compute raised; ``error`` set),
+        "end" (once, after the last batch).
+    batch_id, num_scenarios, num_failed, size_class, phases: the batch (None for start/end).
+    done, failed, total: scenarios done so far (this run and earlier runs of the campaign),
+        scenarios that failed to load/validate so far, scenarios in the campaign.
+    skipped: scenarios already done by an earlier run (resume).
+    elapsed_s: wall seconds since this run started; scenarios_per_s: scenarios done by this
+        run / elapsed_s (live throughput); device_count: devices in use.
+    """
+
+    kind: str
+    done: int
+    failed: int
+    total: int
+    skipped: int
+    elapsed_s: float
+    scenarios_per_s: float
+    device_count: int
+    batch_id: int | None = None
+    num_scenarios: int = 0
+    num_failed: int = 0
+    size_class: int | None = None
+    phases: PhaseTimes | None = None
+    error: str | None = None
