@@ -1,9 +1,44 @@
-"""CLI commands of this room (filled in by its issue)."""
+"""CLI commands of the report room: ``drivesim report DIR [--out FILE] [--serve]``."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+DirArg = Annotated[Path, typer.Argument(help="Campaign directory (or a bench/scale output directory).")]
+OutOpt = Annotated[Path | None, typer.Option(help="Where to write the HTML (default DIR/dashboard.html).")]
+ServeOpt = Annotated[bool, typer.Option(help="Also serve it on 127.0.0.1, refreshed as results land.")]
+PortOpt = Annotated[int, typer.Option(help="Port for --serve (0: a free port, printed).")]
+
+
+def report(directory: DirArg, out: OutOpt = None, serve: ServeOpt = False, port: PortOpt = 0) -> None:
+    """Write a self-contained HTML dashboard (plotly embedded, works offline) of a campaign."""
+    from drivesim.report.dashboard import write_dashboard
+
+    if not directory.is_dir():
+        typer.echo(f"drivesim report: {directory} is not a directory", err=True)
+        raise typer.Exit(2)
+    path = write_dashboard(directory, out)
+    typer.echo(f"dashboard written to {path} ({path.stat().st_size / 2**20:.1f} MiB)")
+    if serve:
+        _serve(directory, port)
+
+
+def _serve(directory: Path, port: int) -> None:
+    from drivesim.report.server import LiveDashboardServer
+
+    with LiveDashboardServer(directory, port=port) as server:
+        typer.echo(f"serving the live dashboard on {server.url} (Ctrl-C stops)")
+        try:
+            while True:
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            typer.echo("stopped")
 
 
 def register(app: typer.Typer) -> None:
     """Add this room's commands to app."""
+    app.command("report")(report)

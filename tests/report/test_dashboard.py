@@ -1,0 +1,89 @@
+"""The static dashboard file: self-contained, escaped, every section filled or explained."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from report_fixtures import HOSTILE, HOSTILE_DIR
+
+from drivesim.report.dashboard import render_dashboard, script_safe_json, write_dashboard
+from drivesim.report.data import load_campaign
+
+SECTIONS = ("throughput", "phases", "scaling", "memory", "devices", "outcomes", "failures")
+
+
+@pytest.fixture(scope="module")
+def full_html(campaign_dir, tmp_path_factory) -> str:
+    path = write_dashboard(campaign_dir, tmp_path_factory.mktemp("out") / "d.html")
+    return path.read_text(encoding="utf-8")
+
+
+def test_default_path_and_atomic_write(fresh_campaign):
+    path = write_dashboard(fresh_campaign)
+    assert path == fresh_campaign / "dashboard.html"
+    assert not list(fresh_campaign.glob(".dashboard-*"))
+    assert path.stat().st_mode & 0o044 == 0o044  # readable by others, unlike mkstemp's default
+
+
+def test_self_contained_offline(full_html):
+    assert full_html.count("plotly.js v") == 1, "plotly.js embedded exactly once"
+    assert not re.search(r"<script[^>]+src=", full_html), "no external scripts"
+    ours = re.sub(r"<script>/\*\*\s*\* plotly\.js.*?</script>", "", full_html, flags=re.S)
+    assert len(ours) < len(full_html) - 3_000_000
+    assert "<link" not in ours and "cdn." not in ours.lower() and "https://" not in ours
+    assert len(full_html) < 6 * 2**20
+
+
+def test_input_text_is_escaped(full_html):
+    assert HOSTILE not in full_html
+    assert HOSTILE_DIR not in full_html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in full_html  # the failure table shows it as text
+    assert "&lt;img src=x onerror=alert(2)&gt;" in full_html  # the directory name in the header
+
+
+def test_script_safe_json_cannot_close_script():
+    text = script_safe_json('{"a": "</script><b>&"}')
+    assert "<" not in text and ">" not in text and "&" not in text
+
+
+def test_every_section_filled(full_html):
+    for anchor in SECTIONS:
+        assert f'<section id="{anchor}">' in full_html
+    assert "no data yet" not in full_html
+    assert full_html.count('<div class="plot"') >= 12
+
+
+def test_words_for_verdicts(full_html):
+    assert "Bottleneck: compute" in full_html
+    assert "Amdahl fit: serial fraction 0.080" in full_html and "12.5×" in full_html
+    assert "Knee at batch size 1024" in full_html
+    assert "metric (sweep)" in full_html  # the policy × metric heatmap title
+    assert "testhost x86_64" in full_html and "0.10.2" in full_html and "8× cpu" in full_html
+
+
+def test_bench_only_directory(bench_only_dir):
+    html = write_dashboard(bench_only_dir).read_text(encoding="utf-8")
+    assert "Throughput against devices" in html
+    assert "no data yet: run `drivesim run` to fill this (results/*.parquet)" in html
+    assert "no data yet: run `drivesim profile`" in html
+
+
+def test_empty_directory_has_notes_only(tmp_path):
+    html = render_dashboard(load_campaign(tmp_path))
+    assert '<div class="plot"' not in html
+    assert html.count('class="empty"') == len(SECTIONS)
+    assert "no data yet: run `drivesim scale` to fill this" in html
+
+
+def test_missing_directory_raises(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        write_dashboard(tmp_path / "nope")
+
+
+def test_live_options_add_polling(campaign_dir):
+    from drivesim.report.dashboard import DashboardOptions
+
+    html = render_dashboard(load_campaign(campaign_dir), DashboardOptions(live_poll_s=1.5, version="abc"))
+    assert "fetch('/version'" in html and '"abc"' in html and ",1500)" in html
+    assert "fetch('/version'" not in render_dashboard(load_campaign(campaign_dir))
