@@ -1,0 +1,130 @@
+"""Training benchmark: learning on held-out ids, throughput vs pure simulation, resume equality.
+
+    .venv/bin/python benchmarks/train.py            # full: highway, 16 agents, 80-step episodes
+    .venv/bin/python benchmarks/train.py --quick    # CI-sized (tiny_config), about a minute
+
+Prints one JSON object (and writes it to --out/train_bench.json):
+- learning: untrained vs trained collision / off-road rate and progress on held-out scenario
+  ids [0, count), evaluated through a campaign (``drivesim run --policy mlp:FILE``);
+- throughput: env steps/s during training, pure rollout steps/s (``simulate``, constant ego) for
+  the same batch, and their ratio (target: training <= 3x the cost of simulation per step);
+- resume: max |param difference| between an uninterrupted run and a half run + resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import shutil
+import time
+
+import jax
+import numpy as np
+
+
+def pure_rollout_rate(cfg, repeats: int = 3) -> float:
+    """Env steps/s of ``simulate`` on num_envs pool scenarios for one episode (constant ego)."""
+    from drivesim.core.rollout import simulate
+    from drivesim.core.types import SimConfig
+    from drivesim.train.env import host_scenarios, scenario_ids
+
+    ids = scenario_ids(cfg.env)[: cfg.ppo.num_envs]
+    ids = np.resize(ids, cfg.ppo.num_envs)
+    batch = jax.device_put(jax.tree_util.tree_map(np.asarray, host_scenarios(cfg.env, ids)))
+    sim = SimConfig(num_steps=cfg.env.episode_steps, policy="constant", obs_neighbours=cfg.env.obs_neighbours)
+    jax.block_until_ready(simulate(batch, None, sim))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(simulate(batch, None, sim))
+        times.append(time.perf_counter() - t0)
+    return cfg.ppo.num_envs * cfg.env.episode_steps / float(np.median(times))
+
+
+def learning(cfg, out: pathlib.Path, held_out: int, devices) -> dict:
+    from drivesim.train.env import build_pool
+    from drivesim.train.evaluate import evaluate_campaign, evaluate_direct, held_out_ids
+    from drivesim.train.loop import export_policy, train
+    from drivesim.train.ppo import _init_state
+
+    shutil.rmtree(out / "learn", ignore_errors=True)
+    t0 = time.perf_counter()
+    result = train(cfg, out / "learn", devices=devices)
+    wall = time.perf_counter() - t0
+    untrained = jax.device_get(_init_state(build_pool(cfg.env), cfg))
+    untrained_file = export_policy(untrained, cfg, out / "untrained.npz")
+    try:
+        before = evaluate_campaign(untrained_file, cfg.env, held_out, out / "eval_untrained")
+        after = evaluate_campaign(result.policy_path, cfg.env, held_out, out / "eval_trained")
+        how = "campaign"
+    except ImportError:
+        ids = held_out_ids(cfg.env, held_out)
+        before = evaluate_direct(untrained.params.actor, cfg.env, ids)
+        after = evaluate_direct(jax.device_get(result.state.params.actor), cfg.env, ids)
+        how = "simulate"
+    return dict(
+        evaluated_with=how, held_out_scenarios=held_out, train_wall_s=wall, compile_s=result.compile_s,
+        env_steps=int(result.state.update) * cfg.ppo.batch_steps, train_steps_per_s=result.steps_per_s,
+        untrained=dataclasses.asdict(before), trained=dataclasses.asdict(after),
+        collision_lower=after.collision_rate < before.collision_rate,
+        progress_higher=after.progress_m > before.progress_m,
+    )
+
+
+def resume_check(cfg, out: pathlib.Path, devices) -> dict:
+    from drivesim.train.loop import train
+
+    k = 2 * cfg.chunk
+    for name in ("straight", "halves"):
+        shutil.rmtree(out / name, ignore_errors=True)
+    straight = train(dataclasses.replace(cfg, updates=k, checkpoint_every=cfg.chunk), out / "straight",
+                     devices=devices)
+    half = dataclasses.replace(cfg, updates=k // 2, checkpoint_every=cfg.chunk)
+    train(half, out / "halves", devices=devices)
+    resumed = train(dataclasses.replace(cfg, updates=k, checkpoint_every=cfg.chunk), out / "halves",
+                    devices=devices)
+    a = jax.tree_util.tree_leaves(jax.device_get(straight.state.params))
+    b = jax.tree_util.tree_leaves(jax.device_get(resumed.state.params))
+    diff = max(float(np.max(np.abs(x - y))) for x, y in zip(a, b, strict=True))
+    return dict(updates=k, resumed_from=resumed.resumed_from, max_param_diff=diff, equal=diff <= 1e-6)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CI-sized run (tiny_config, 300 updates)")
+    parser.add_argument("--updates", type=int, default=None, help="PPO updates (default 300 quick, 400 full)")
+    parser.add_argument("--held-out", type=int, default=None, help="held-out scenarios (128 quick, 512 full)")
+    parser.add_argument("--devices", type=int, default=None, help="devices of the mesh (default all)")
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("runs/bench_train"))
+    args = parser.parse_args()
+
+    from drivesim.train.config import EnvConfig, PPOConfig, TrainConfig, tiny_config
+
+    if args.quick:
+        cfg = dataclasses.replace(tiny_config(), updates=args.updates or 300, chunk=50, checkpoint_every=50)
+        held_out = args.held_out or 128
+    else:
+        cfg = TrainConfig(env=EnvConfig(num_agents=16, episode_steps=80, pool_size=512),
+                          ppo=PPOConfig(num_envs=256, rollout_steps=32, learning_rate=1e-3),
+                          updates=args.updates or 400, chunk=20, checkpoint_every=100)
+        held_out = args.held_out or 512
+    devices = jax.devices()[: args.devices] if args.devices else None
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = dict(device_kind=jax.devices()[0].device_kind, device_count=len(devices or jax.devices()),
+                  jax_version=jax.__version__, num_envs=cfg.ppo.num_envs, agents=cfg.env.num_agents,
+                  episode_steps=cfg.env.episode_steps, updates=cfg.updates)
+    report["learning"] = learning(cfg, args.out, held_out, devices)
+    sim_rate = pure_rollout_rate(cfg)
+    train_rate = report["learning"]["train_steps_per_s"]
+    report["throughput"] = dict(train_env_steps_per_s=train_rate, pure_rollout_steps_per_s=sim_rate,
+                                cost_ratio=sim_rate / train_rate, target_ratio=3.0)
+    report["resume"] = resume_check(dataclasses.replace(cfg, chunk=min(cfg.chunk, 5)), args.out, devices)
+    text = json.dumps(report, indent=2)
+    (args.out / "train_bench.json").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

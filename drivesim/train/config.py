@@ -1,0 +1,152 @@
+"""Training configuration: environment, reward, PPO and run settings (frozen, hashable).
+
+Every config is a frozen dataclass so it can be a static argument of ``jax.jit``; the whole
+:class:`TrainConfig` round-trips through JSON (:func:`config_to_dict` / :func:`config_from_dict`)
+and is stored with every checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from drivesim.core.observation import observation_size
+from drivesim.core.types import SimConfig
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Per-step reward of the ego (see docs/train.md)::
+
+        r = progress_weight * (route progress gained this step, m)
+            - collision_penalty * [ego collided]
+            - offroad_penalty * [ego left the drivable area]
+            - jerk_weight * |da/dt| (m/s^3)
+
+    Collision and off-road also end the episode, so they cost the progress not made.
+    """
+
+    progress_weight: float = 0.1
+    collision_penalty: float = 30.0
+    offroad_penalty: float = 10.0
+    jerk_weight: float = 0.002
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """The RL view of the engine for the ego.
+
+    family: synthetic scenario family of the training pool. num_agents: agent slots of every
+    pool scenario (real agents = this, padded by ``pad_and_stack``). episode_steps: episode
+    length (steps of ``dt``). pool_size scenarios with ids [pool_start, pool_start + pool_size)
+    are generated once on the host and kept on the devices; held-out evaluation uses ids
+    outside that range. family_seed: the family's campaign seed.
+    """
+
+    family: str = "highway"
+    num_agents: int = 16
+    episode_steps: int = 80
+    pool_size: int = 512
+    pool_start: int = 1_000_000
+    family_seed: int = 0
+    obs_neighbours: int = 6
+    dt: float = 0.1
+    reward: RewardConfig = field(default_factory=RewardConfig)
+
+    @property
+    def sim(self) -> SimConfig:
+        """The engine config the environment steps (and the one that evaluates the policy)."""
+        return SimConfig(dt=self.dt, num_steps=self.episode_steps, policy="mlp",
+                         obs_neighbours=self.obs_neighbours)
+
+    @property
+    def obs_size(self) -> int:
+        return observation_size(self.obs_neighbours)
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO with GAE (Schulman et al. 2017), PureJaxRL-style.
+
+    One update = ``rollout_steps`` steps of ``num_envs`` environments, then ``epochs`` passes of
+    ``minibatches`` minibatches each. init_log_std: initial log standard deviation of the
+    Gaussian in the actor's unit action space, per (accel, steer).
+    """
+
+    num_envs: int = 256
+    rollout_steps: int = 32
+    epochs: int = 4
+    minibatches: int = 4
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    vf_coef: float = 0.5
+    ent_coef: float = 0.0
+    max_grad_norm: float = 0.5
+    hidden: tuple[int, ...] = (64, 64)
+    init_log_std: tuple[float, float] = (-1.0, -3.0)
+    actor_last_scale: float = 0.01
+
+    @property
+    def batch_steps(self) -> int:
+        """Environment steps per update."""
+        return self.num_envs * self.rollout_steps
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A training run: ``updates`` PPO updates, run ``chunk`` updates per device call (one
+    jitted ``lax.scan``), a checkpoint every ``checkpoint_every`` updates (a multiple of chunk)."""
+
+    env: EnvConfig = field(default_factory=EnvConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    updates: int = 100
+    chunk: int = 10
+    checkpoint_every: int = 50
+    seed: int = 0
+
+    def validate(self) -> TrainConfig:
+        """Raise ValueError naming the field when the config is inconsistent; returns self."""
+        p = self.ppo
+        if p.num_envs < 1 or p.rollout_steps < 1:
+            raise ValueError("TrainConfig.ppo: num_envs and rollout_steps must be >= 1")
+        if p.rollout_steps % p.minibatches:
+            raise ValueError(
+                f"TrainConfig.ppo.minibatches={p.minibatches} must divide rollout_steps={p.rollout_steps}"
+            )
+        if self.updates < 1 or self.chunk < 1:
+            raise ValueError("TrainConfig: updates and chunk must be >= 1")
+        if self.checkpoint_every % self.chunk:
+            raise ValueError(f"TrainConfig.checkpoint_every={self.checkpoint_every} must be a multiple of "
+                             f"chunk={self.chunk}")
+        if self.env.pool_size < 1 or self.env.num_agents < 2:
+            raise ValueError("TrainConfig.env: pool_size >= 1 and num_agents >= 2 required")
+        return self
+
+
+def config_to_dict(cfg: TrainConfig) -> dict:
+    """JSON-ready dict of a TrainConfig."""
+    return dataclasses.asdict(cfg)
+
+
+def config_from_dict(data: dict) -> TrainConfig:
+    """Inverse of :func:`config_to_dict` (tuples restored)."""
+    env = dict(data["env"])
+    env["reward"] = RewardConfig(**env["reward"])
+    ppo = dict(data["ppo"])
+    ppo["hidden"] = tuple(ppo["hidden"])
+    ppo["init_log_std"] = tuple(ppo["init_log_std"])
+    rest = {k: v for k, v in data.items() if k not in ("env", "ppo")}
+    return TrainConfig(env=EnvConfig(**env), ppo=PPOConfig(**ppo), **rest)
+
+
+def tiny_config(updates: int = 4, chunk: int = 2) -> TrainConfig:
+    """A CPU-seconds config (64 environments x 8 agents, 40-step episodes, 256 pool scenarios)
+    used by the tests and ``benchmarks/train.py --quick``: learns off-road and collision
+    avoidance within a few hundred updates."""
+    return TrainConfig(
+        env=EnvConfig(num_agents=8, episode_steps=40, pool_size=256),
+        ppo=PPOConfig(num_envs=64, rollout_steps=16, learning_rate=1e-3),
+        updates=updates, chunk=chunk, checkpoint_every=chunk,
+    )
