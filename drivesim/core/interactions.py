@@ -57,20 +57,84 @@ def odd_even_pass(tree, key: Array, parity: Array):
     n = key.shape[0]
     index = jnp.arange(n)
     left = (index % 2) == parity
-    key_p = padded(key, 1, jnp.inf)
-    take_next = left & (index < n - 1) & (key > view(key_p, 1, 1, n))
-    take_prev = (~left) & (index > 0) & (view(key_p, 1, -1, n) > key)
+    take_next = left & (index < n - 1) & (key > jnp.roll(key, -1))
+    take_prev = (~left) & (index > 0) & (jnp.roll(key, 1) > key)
 
-    def permute(leaf):
-        moved = jnp.moveaxis(leaf, -1, 0)
-        leaf_p = padded(moved, 1, jnp.zeros((), leaf.dtype))
-        expand = (slice(None),) + (None,) * (moved.ndim - 1)
-        nxt = view(leaf_p, 1, 1, n)
-        prv = view(leaf_p, 1, -1, n)
-        out = jnp.where(take_next[expand], nxt, jnp.where(take_prev[expand], prv, moved))
-        return jnp.moveaxis(out, 0, -1)
+    def permute(leaf):  # rolls fuse into one loop; a padded copy would be materialised
+        nxt = jnp.roll(leaf, -1, axis=-1)
+        prv = jnp.roll(leaf, 1, axis=-1)
+        return jnp.where(take_next, nxt, jnp.where(take_prev, prv, leaf))
 
     return jax.tree_util.tree_map(permute, tree)
+
+
+BEHIND_SLACK = 2  # agents searched on the far side of the sorted order (see leader_offsets)
+
+
+def leader_offsets(
+    x: Array, y: Array, valid: Array, tx: Array, ty: Array, lateral: Array, lane_width: Array,
+    window: int, forward: Array | None = None,
+) -> Array:
+    """Signed sorted-order offset of each agent's leader (0 = none); (N,) int32.
+
+    A candidate j leads agent i when it is ahead along i's lane tangent (tx, ty) and its
+    centre lies inside i's lane (|lateral offset from i's lane centre| < lane_width / 2);
+    the leader is the nearest such candidate among the ``window`` agents after (forward
+    True: i's lane runs along the sort axis) or before it, plus BEHIND_SLACK agents on the
+    other side (the order may be a little stale between re-sorts), or among ``window`` on
+    both sides when ``forward`` is None. One small integer output, so XLA evaluates the
+    search once.
+    """
+    n = x.shape[0]
+    xp, yp = padded(x, window, 0.0), padded(y, window, 0.0)
+    vp = padded(valid, window, False)
+    half_width = 0.5 * lane_width
+    best_ds = jnp.full_like(x, jnp.inf)
+    best = jnp.zeros(x.shape, jnp.int32)
+    if forward is None:
+        offsets = [(k, None) for k in range(-window, window + 1) if k != 0]
+    else:  # mostly ahead, plus a little slack behind for order gone stale between re-sorts
+        slack = min(BEHIND_SLACK, window)
+        offsets = [(k, -k) for k in range(-slack, window + 1) if k != 0]
+    for k, back in offsets:
+        rx = _at(xp, window, k, back, forward, n) - x
+        ry = _at(yp, window, k, back, forward, n) - y
+        ds = rx * tx + ry * ty
+        lat = -rx * ty + ry * tx + lateral
+        there = _at(vp, window, k, back, forward, n)
+        candidate = there & valid & (ds > 0.0) & (jnp.abs(lat) < half_width) & (ds < best_ds)
+        best_ds = jnp.where(candidate, ds, best_ds)
+        signed = k if back is None else jnp.where(forward, k, back)
+        best = jnp.where(candidate, signed, best)
+    return best
+
+
+def _at(values_p: Array, window: int, k: int, back, forward, n: int) -> Array:
+    ahead = view(values_p, window, k, n)
+    return ahead if back is None else jnp.where(forward, ahead, view(values_p, window, back, n))
+
+
+def leader_values(
+    offset: Array, x: Array, y: Array, speed: Array, length: Array, tx: Array, ty: Array,
+    window: int,
+) -> tuple[Array, Array, Array]:
+    """Gap (bumper to bumper along the tangent, +inf without leader), leader speed and
+    whether there is a leader, from :func:`leader_offsets`; each (N,)."""
+    n = x.shape[0]
+    offsets = [k for k in range(-window, window + 1) if k != 0]
+
+    def pick(values):
+        values_p = padded(values, window, 0.0)
+        out = jnp.zeros_like(values)
+        for k in offsets:
+            out = jnp.where(offset == k, view(values_p, window, k, n), out)
+        return out
+
+    lx, ly, lv, ll = (pick(v) for v in (x, y, speed, length))
+    has = offset != 0
+    ds = (lx - x) * tx + (ly - y) * ty
+    gap = jnp.where(has, ds - 0.5 * (length + ll), jnp.inf)
+    return gap, jnp.where(has, lv, 0.0), has
 
 
 def find_leaders(
@@ -78,46 +142,14 @@ def find_leaders(
     tx: Array, ty: Array, lateral: Array, lane_width: Array, window: int,
     forward: Array | None = None,
 ) -> tuple[Array, Array, Array]:
-    """Leader of each agent among its ``window`` neighbours in sorted order.
-
-    A candidate j leads agent i when it is ahead along i's lane tangent (tx, ty) and its
-    centre lies inside i's lane (|lateral offset from i's lane centre| < lane_width / 2).
-    The leader is the nearest such candidate. All inputs (N,).
-
-    forward: optional (N,) bool, True where i's lane runs along the sort axis. Then only
-    the ``window`` agents on that side are searched (a leader ahead along the lane is
-    ahead in the sorted order); None searches both sides.
+    """Leader of each agent among its ``window`` neighbours in sorted order (see
+    :func:`leader_offsets`); all inputs (N,).
 
     Returns gap (bumper-to-bumper, +inf without leader), leader speed, and whether a
     leader was found; each (N,).
     """
-    n = x.shape[0]
-    best_ds = jnp.full_like(x, jnp.inf)
-    best_gap = jnp.full_like(x, jnp.inf)
-    best_speed = jnp.zeros_like(x)
-    half_width = 0.5 * lane_width
-    xp, yp, sp, lp = (padded(v, window, 0.0) for v in (x, y, speed, length))
-    vp = padded(valid, window, False)
-    if forward is None:
-        offsets = [(k, None) for k in range(-window, window + 1) if k != 0]
-    else:
-        offsets = [(k, -k) for k in range(1, window + 1)]
-
-    def at(values_p, k, back):
-        ahead = view(values_p, window, k, n)
-        return ahead if back is None else jnp.where(forward, ahead, view(values_p, window, back, n))
-
-    for k, back in offsets:
-        rx = at(xp, k, back) - x
-        ry = at(yp, k, back) - y
-        ds = rx * tx + ry * ty
-        lat = -rx * ty + ry * tx + lateral
-        candidate = at(vp, k, back) & valid & (ds > 0.0) & (jnp.abs(lat) < half_width) & (ds < best_ds)
-        gap = ds - 0.5 * (length + at(lp, k, back))
-        best_ds = jnp.where(candidate, ds, best_ds)
-        best_gap = jnp.where(candidate, gap, best_gap)
-        best_speed = jnp.where(candidate, at(sp, k, back), best_speed)
-    return best_gap, best_speed, jnp.isfinite(best_ds)
+    offset = leader_offsets(x, y, valid, tx, ty, lateral, lane_width, window, forward)
+    return leader_values(offset, x, y, speed, length, tx, ty, window)
 
 
 def boxes_overlap(
@@ -161,21 +193,25 @@ def window_pair_hits(
     return hits
 
 
-COLLISION_SUMMARY_STACKED = False  # A/B switch while tuning
+COLLISION_SUMMARY_MODE = "encoded"  # A/B switch while tuning: encoded | separate
 
 
 def collision_summary(hits: list[Array], is_ego: Array) -> tuple[Array, Array]:
-    """From :func:`window_pair_hits`: (overlapping pairs () int32, ego overlaps () bool)."""
+    """From :func:`window_pair_hits`: (overlapping pairs () int32, ego overlaps () bool).
+
+    Both come from ONE sum, pairs + 1024 * (pairs involving the ego) (pairs <= 6 * 128 <
+    1024), so XLA evaluates every overlap test once instead of once per consumer.
+    """
     n = is_ego.shape[0]
     window = len(hits)
     ego_p = padded(is_ego, window, False)
-    if COLLISION_SUMMARY_STACKED:
-        rows = []
+    if COLLISION_SUMMARY_MODE == "encoded":
+        code = jnp.zeros(is_ego.shape, jnp.int32)
         for k, hit in enumerate(hits, start=1):
-            rows.append(hit)
-            rows.append(hit & (is_ego | view(ego_p, window, k, n)))
-        totals = jnp.sum(jnp.stack(rows).astype(jnp.int32), axis=1)  # (2K,)
-        return jnp.sum(totals[0::2]), jnp.sum(totals[1::2]) > 0
+            ego_pair = is_ego | view(ego_p, window, k, n)
+            code = code + jnp.where(hit, jnp.where(ego_pair, 1025, 1), 0)
+        total = jnp.sum(code)
+        return total % 1024, total >= 1024
     pairs = sum(jnp.sum(h.astype(jnp.int32)) for h in hits)
     ego_hit = jnp.zeros_like(is_ego)
     for k, hit in enumerate(hits, start=1):

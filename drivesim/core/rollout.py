@@ -82,10 +82,15 @@ def pack_dyn(x, y, heading, cos_h, sin_h, speed, accel, valid) -> Array:
 
 @pytree_dataclass
 class SimState:
-    """State of one scenario during a rollout: agents, step t (), ego start arc length (),
-    the largest box diagonal () (window-overflow reach) and the running metrics."""
+    """State of one scenario during a rollout: agents; each agent's gap to its leader
+    (+inf: none) and the leader's speed, (N,) each, searched at the end of the previous
+    step (so the search has one consumer and XLA evaluates it once instead of once per
+    row it feeds); step t (); ego start arc length (); the largest box diagonal ()
+    (window-overflow reach); the running metrics."""
 
     agents: SortedAgents
+    lead_gap: Array
+    lead_speed: Array
     t: Array
     ego_s0: Array
     reach: Array
@@ -132,6 +137,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     return SimState(
         agents=agents,
+        **_leader_state(agents, proj, scenario, config),
         t=jnp.zeros((), jnp.int32),
         ego_s0=_at_ego(agents.is_ego, proj.s),
         reach=jnp.max(jnp.where(ag.valid, diag, 0.0)),
@@ -167,14 +173,24 @@ def observation_of(state: SimState, proj, config: SimConfig) -> Array:
     )
 
 
-def _leaders(a: SortedAgents, proj, scenario: Scenario, config: SimConfig):
-    """Gap to, and speed of, each agent's leader (vehicle or yield line); (N,) each."""
+def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig) -> dict:
+    """Gap to and speed of each agent's vehicle leader in the current state (N,) each."""
     axis = scenario.road.sort_axis
     forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0
-    gap, lead_v, has_lead = interactions.find_leaders(
-        a.x, a.y, a.speed, a.length, a.valid, proj.tx, proj.ty, proj.d, a.lane_width,
-        config.window, forward=forward,
+    offset = interactions.leader_offsets(
+        a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.window, forward=forward
     )
+    gap, speed, _has = interactions.leader_values(
+        offset, a.x, a.y, a.speed, a.length, proj.tx, proj.ty, config.window
+    )
+    return {"lead_gap": gap, "lead_speed": speed}
+
+
+def _leaders(state: SimState, proj, scenario: Scenario, config: SimConfig):
+    """Gap to, and speed of, each agent's leader (vehicle or yield line); (N,) each."""
+    a = state.agents
+    gap, lead_v = state.lead_gap, state.lead_speed
+    has_lead = jnp.isfinite(gap)
     busy = behavior.conflict_busy(
         a.x, a.y, a.cos_h, a.sin_h, a.speed, a.valid & ~jnp.isfinite(a.stop_s),
         scenario.road.conflict_xy, scenario.road.conflict_radius, config,
@@ -201,9 +217,12 @@ def _replay(a: SortedAgents, t: Array, log, kinematics):
 
 
 def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Array, step_index):
-    """Keep agents ordered along the sort axis: one odd-even pass per step (parity t % 2),
-    or, inside a rollout (``step_index`` unbatched), both passes every resort_every steps
-    under a real conditional."""
+    """Keep agents ordered along the sort axis with odd-even transposition passes.
+
+    Standalone steps do one pass per step (parity t % 2). Inside a rollout the unbatched
+    ``step_index`` drives it: one pass every ``resort_every`` steps, parities alternating,
+    under a real conditional (a batched condition would run both branches).
+    """
     axis = scenario.road.sort_axis
 
     def one_pass(ag, parity):
@@ -212,9 +231,12 @@ def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Arra
 
     if step_index is None:
         return one_pass(agents, t % 2)
+    every = config.resort_every
+    if every == 1:
+        return one_pass(agents, step_index % 2)
     return jax.lax.cond(
-        step_index % config.resort_every == 0,
-        lambda ag: one_pass(one_pass(ag, 0), 1),
+        step_index % every == 0,
+        lambda ag: one_pass(ag, (step_index // every) % 2),
         lambda ag: ag,
         agents,
     )
@@ -236,7 +258,7 @@ def advance(
     active = scenario.valid & (t < scenario.episode_length)
     with jax.named_scope("leaders"):
         proj = project(a.x, a.y, a.seg)
-        gap, lead_v, has_lead = _leaders(a, proj, scenario, config)
+        gap, lead_v, has_lead = _leaders(state, proj, scenario, config)
     with jax.named_scope("controls"):
         accel = behavior.follow_acceleration(a.speed, gap, lead_v, a.idm)
         target_x, target_y = point_at(proj.s + behavior.lookahead_distance(a.speed, config), a.seg)
@@ -267,9 +289,14 @@ def advance(
     with jax.named_scope("resort"):
         agents = _resort(agents, scenario, config, t, step_index)
     with jax.named_scope("metrics"):
-        info = _step_info(state, agents, scenario, config, active, ego_pre)
+        proj = project(agents.x, agents.y, agents.seg)
+        info = _step_info(state, agents, proj, scenario, config, active, ego_pre)
         metrics = update_metrics(state.metrics, info, t)
-    new_state = SimState(agents=agents, t=t + 1, ego_s0=state.ego_s0, reach=state.reach, metrics=metrics)
+    with jax.named_scope("leaders"):
+        leaders = _leader_state(agents, proj, scenario, config)
+    new_state = SimState(
+        agents=agents, **leaders, t=t + 1, ego_s0=state.ego_s0, reach=state.reach, metrics=metrics
+    )
     return new_state, info
 
 
@@ -285,7 +312,7 @@ def _log_divergence(state: SimState, agents: SortedAgents, log) -> tuple[Array, 
     return jnp.sum(jnp.where(logged, dist, 0.0)), jnp.sum(logged.astype(jnp.float32))
 
 
-def _step_info(state, agents, scenario, config, active, ego_pre) -> StepInfo:
+def _step_info(state, agents, proj, scenario, config, active, ego_pre) -> StepInfo:
     """Observations of the new state (after a step) for the metrics."""
     ego_speed, ego_gap, ego_lead, _lane, ego_has_lead, ego_accel_old = ego_pre
     hits = interactions.window_pair_hits(
@@ -293,7 +320,6 @@ def _step_info(state, agents, scenario, config, active, ego_pre) -> StepInfo:
         agents.valid, config.window,
     )
     pairs, ego_hit = interactions.collision_summary(hits, agents.is_ego)
-    proj = project(agents.x, agents.y, agents.seg)
     finite = jnp.isfinite(agents.x) & jnp.isfinite(agents.y) & jnp.isfinite(agents.heading)
     finite = finite & jnp.isfinite(agents.speed)
     ego_x, ego_y, ego_s, ego_accel = _ego_values(agents.is_ego, [agents.x, agents.y, proj.s, agents.accel])

@@ -221,9 +221,10 @@ class SimConfig:
 
     policy: ego policy kind: "idm" | "constant" | "open_loop" | "mlp".
     window: neighbour window half-width K (agents ahead / behind in the sorted order).
-    resort_every: in a rollout, the odd-even re-sort (both parities) runs every this many
-        steps (1 = every step). Leaders and collisions are searched in the window
-        whatever the order, so this trades a little window slack for speed.
+    resort_every: in a rollout, one odd-even re-sort pass (parities alternating) runs
+        every this many steps. Leaders and collisions are searched in the window whatever
+        the order, so this trades a little window slack for speed; the order is visible
+        only through the MLP's neighbour features and window_overflow.
     """
 
     dt: float = 0.1

@@ -408,9 +408,8 @@ class ReferenceSim:
                 v = min(max(self.v[i] + accel[i] * cfg.dt, 0.0), cfg.max_speed)
                 self.x[i], self.y[i], self.h[i], self.v[i] = x, y, h, v
                 self.acc[i] = (v - old_v[i]) / cfg.dt
-        if t % cfg.resort_every == 0:  # both odd-even parities every resort_every steps
-            self._odd_even(0)
-            self._odd_even(1)
+        if t % cfg.resort_every == 0:  # one odd-even pass, parities alternating
+            self._odd_even((t // cfg.resort_every) % 2)
         if not active:
             return
         hit, pairs = self._collisions()
