@@ -40,26 +40,32 @@ _BOOL_ROWS = {"valid", "base_valid", "is_ego", "replay"}
 
 @pytree_dataclass
 class SortedAgents:
-    """Per-agent arrays in sorted order, packed so one permutation moves everything.
+    """Per-agent arrays in sorted order.
 
-    dyn: (8, N) float32 rows DYN_ROWS (x, y, heading, cos/sin of heading, speed, last
-        acceleration, present-now flag).
-    props: (14 + 9 S, N) float32 rows PROP_ROWS then the route segments (S rows per
-        RouteSegments field). base_valid: slot holds an agent; agent_id: slot index in the
-        scenario's original order. Read rows through the attribute properties (``a.x``,
-        ``a.idm``, ``a.seg`` ...), which return (N,) arrays (bool for flags).
+    x, y, heading, cos_h, sin_h, speed, accel: (N,) float32 dynamic state (cos/sin of the
+        heading cached; accel is the last applied acceleration); valid: (N,) bool, the
+        agent is present now. Separate leaves: stacking them would make XLA transpose
+        (rows, B, N) -> (B, rows, N) inside the step's main loop.
+    props: (14 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
+        RouteSegments field), packed so one permutation moves them all. base_valid: slot
+        holds an agent; agent_id: slot index in the scenario's original order. Read them
+        as attributes (``a.length``, ``a.idm``, ``a.seg`` ...): (N,) arrays, bool for flags.
     """
 
-    dyn: Array
+    x: Array
+    y: Array
+    heading: Array
+    cos_h: Array
+    sin_h: Array
+    speed: Array
+    accel: Array
+    valid: Array
     props: Array
 
     def __getattr__(self, name):
-        if name in DYN_ROWS:
-            row = self.dyn[DYN_ROWS.index(name)]
-        elif name in PROP_ROWS:
-            row = self.props[PROP_ROWS.index(name)]
-        else:
+        if name not in PROP_ROWS:
             raise AttributeError(name)
+        row = self.props[PROP_ROWS.index(name)]
         if name in _BOOL_ROWS:
             return row > 0.5
         return row.astype(jnp.int32) if name == "agent_id" else row
@@ -75,9 +81,12 @@ class SortedAgents:
         return RouteSegments(**{f: rows[i * s : (i + 1) * s] for i, f in enumerate(SEG_FIELDS)})
 
 
-def pack_dyn(x, y, heading, cos_h, sin_h, speed, accel, valid) -> Array:
-    """Stack the dynamic rows (each (N,)) into SortedAgents.dyn (8, N)."""
-    return jnp.stack([x, y, heading, cos_h, sin_h, speed, accel, valid.astype(jnp.float32)])
+def dyn_fields(x, y, heading, speed, accel, valid) -> dict:
+    """The dynamic SortedAgents fields (each (N,)), cos/sin of the heading included."""
+    return dict(
+        x=x, y=y, heading=heading, cos_h=jnp.cos(heading), sin_h=jnp.sin(heading),
+        speed=speed, accel=accel, valid=valid,
+    )
 
 
 @pytree_dataclass
@@ -119,7 +128,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         valid = valid & jnp.where(replay, scenario.log.valid[0], True)
     heading = ag.heading.astype(jnp.float32)
     f32 = lambda v: jnp.asarray(v).astype(jnp.float32)  # noqa: E731
-    dyn = pack_dyn(ag.x, ag.y, heading, jnp.cos(heading), jnp.sin(heading), ag.speed, ag.accel, valid)
+    dyn = dyn_fields(ag.x, ag.y, heading, ag.speed, ag.accel, valid)
     seg = agent_segments(scenario.road, ag.route)
     idm = scenario.idm
     rows = [
@@ -130,9 +139,9 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     props = jnp.concatenate(
         [jnp.stack([f32(r) for r in rows])] + [getattr(seg, f) for f in SEG_FIELDS], axis=0
     )
-    key = interactions.sort_key(dyn[0], dyn[1], valid, scenario.road.sort_axis)
+    key = interactions.sort_key(ag.x, ag.y, valid, scenario.road.sort_axis)
     order = jnp.argsort(key, stable=True)
-    agents = SortedAgents(dyn=dyn[:, order], props=props[:, order])
+    agents = SortedAgents(**{k: v[order] for k, v in dyn.items()}, props=props[:, order])
     proj = project(agents.x, agents.y, agents.seg)
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     return SimState(
@@ -284,8 +293,10 @@ def advance(
             x, y, heading, speed, valid = _replay(a, t, scenario.log, (x, y, heading, speed, valid))
         moving = active & (a.valid | valid)
         new_accel = (speed - a.speed) / config.dt
-        dyn = pack_dyn(x, y, heading, jnp.cos(heading), jnp.sin(heading), speed, new_accel, valid)
-        agents = SortedAgents(dyn=jnp.where(moving[None], dyn, a.dyn), props=a.props)
+        new = dyn_fields(x, y, heading, speed, new_accel, valid)
+        agents = SortedAgents(
+            **{k: jnp.where(moving, v, getattr(a, k)) for k, v in new.items()}, props=a.props
+        )
     with jax.named_scope("resort"):
         agents = _resort(agents, scenario, config, t, step_index)
     with jax.named_scope("metrics"):

@@ -16,7 +16,7 @@ from drivesim.core.types import SimConfig
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """Per-step reward of the ego (see docs/train.md)::
+    """Per-step reward of the ego (see the Training section of README.md)::
 
         r = progress_weight * (route progress gained this step, m)
             - collision_penalty * [ego collided]
