@@ -79,7 +79,9 @@ def update_metrics(m: MetricsState, info: StepInfo, t: Array) -> MetricsState:
     return MetricsState(
         ego_collided=m.ego_collided | (on & info.ego_collided),
         collision_step=jnp.where(first_hit, t.astype(jnp.int32), m.collision_step),
-        collision_pairs=jnp.where(on, jnp.maximum(m.collision_pairs, info.collision_pairs), m.collision_pairs),
+        collision_pairs=jnp.where(
+            on, jnp.maximum(m.collision_pairs, info.collision_pairs), m.collision_pairs
+        ),
         offroad=m.offroad | (on & info.offroad),
         progress_m=jnp.where(on, info.ego_progress, m.progress_m),
         min_ttc_s=jnp.where(on, jnp.minimum(m.min_ttc_s, info.ego_ttc), m.min_ttc_s),
