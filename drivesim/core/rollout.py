@@ -186,13 +186,9 @@ def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig) 
     """Gap to and speed of each agent's vehicle leader in the current state (N,) each."""
     axis = scenario.road.sort_axis
     forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0
-
-    def search(_):
-        return interactions.leader_offsets(
-            a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.window, forward=forward
-        )
-
-    offset = search(None)
+    offset = interactions.leader_offsets(
+        a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.window, forward=forward
+    )
     gap, speed, _has = interactions.leader_values(
         offset, a.x, a.y, a.speed, a.length, proj.tx, proj.ty, config.window
     )
