@@ -1,8 +1,21 @@
-"""Pipeline overlap benchmark: a source whose preparation time per batch is close to the
-compute time. The pipelined campaign should reach >= 90% of min(source rate, compute rate);
-a serial loop (load, then compute, no prefetch) is measured for comparison (~ half).
+"""Pipeline overlap benchmark.
+
+A source whose preparation time per batch is close to the compute time of a batch: loading
+sleeps ``delay`` seconds per scenario (like reading a file: it releases the GIL), then hands
+out a pre-generated synthetic record. Three rates, all in batches/s and measured the same way
+(after compilation, over the same batches):
+
+- source rate: the loader stage alone (``Planner``: load, bucket, pad, stack with the same
+  loader threads), no device work;
+- compute rate: ``put`` + ``run`` + ``fetch`` of a stacked batch alone;
+- pipelined rate: the real campaign (prefetch, device prefetch, writer thread, ledger);
+- serial rate: the same batches without prefetch (load, then compute, then write).
+
+Goal: pipelined >= 90% of min(source, compute); serial about half when both are equal.
 
     .venv/bin/python benchmarks/pipeline.py [--quick] [--json]
+
+Prints the ratio and one JSON line (``--json``: the JSON line only).
 """
 
 from __future__ import annotations
@@ -12,130 +25,166 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from drivesim.core.types import SimConfig  # noqa: E402
+from drivesim.pipeline import results as res  # noqa: E402
 from drivesim.pipeline.campaign import run_campaign  # noqa: E402
 from drivesim.pipeline.config import CampaignConfig, policy_spec  # noqa: E402
 from drivesim.pipeline.devices import DeviceRunner, block  # noqa: E402
+from drivesim.pipeline.ledger import Ledger  # noqa: E402
 from drivesim.pipeline.plan import Planner, PlanSettings, stack_batch  # noqa: E402
-from drivesim.pipeline.sources import FallbackSynthetic  # noqa: E402
+from drivesim.scenarios.sources import SyntheticSource  # noqa: E402
+from drivesim.scenarios.synthetic import FamilyConfig  # noqa: E402
 
 
-class SlowSource(FallbackSynthetic):
-    """Synthetic scenarios that take ``delay`` seconds each to prepare (like file IO; sleeping
-    releases the GIL as reading does)."""
+class SlowSource(SyntheticSource):
+    """Highway scenarios that take ``delay`` s each to load: a sleep (IO-like, releases the
+    GIL), then one of ``pool`` pre-generated (and validated) records."""
 
-    def __init__(self, count, agents, steps, delay):
-        super().__init__(("highway",), count, seed=0, agents=agents, steps=steps)
+    def __init__(self, count: int, agents: int, steps: int, delay: float, pool: int = 256):
+        super().__init__(["highway"], count, 0, config=FamilyConfig(num_agents=agents, steps=steps))
         self.delay = delay
+        self.pool = [super(SlowSource, self).load(i) for i in range(min(pool, count))]
 
-    def load(self, position):
+    def load(self, position: int):
         time.sleep(self.delay)
-        return super().load(position)
+        return self.pool[position % len(self.pool)]
 
 
-def compute_seconds(config: CampaignConfig, repeats: int = 5) -> float:
-    """Median seconds of put + run + fetch of one batch (after warm-up)."""
+def compute_seconds(config: CampaignConfig, source, repeats: int = 8) -> tuple[float, DeviceRunner]:
+    """Seconds per batch of back-to-back put + run + fetch of full batches (after one
+    compiling call), measured like the other rates: total time / batches."""
     spec = policy_spec(config)
     runner = DeviceRunner(config, SimConfig(num_steps=config.num_steps, policy=spec.kind), spec)
-    source = FallbackSynthetic(("highway",), config.batch_size, 0, config.agents, config.num_steps)
-    records = [source.load(i) for i in range(config.batch_size)]
-    host = stack_batch(records, 16 if config.agents <= 16 else 32, config.batch_size)
-    times = []
-    for _ in range(repeats + 1):
-        start = time.perf_counter()
+    records = source.pool[: config.batch_size]
+    host = stack_batch(records, config.agents, config.batch_size)
+    for k in range(repeats + 1):
+        if k == 1:
+            start = time.perf_counter()
         result = runner.run(runner.put(host))
         block(result)
         runner.fetch(result, config.batch_size)
-        times.append(time.perf_counter() - start)
-    return sorted(times[1:])[len(times[1:]) // 2], runner
+    return (time.perf_counter() - start) / repeats, runner
 
 
-def serial_rate(config: CampaignConfig, source, runner, out: Path) -> float:
-    """Scenarios/s of a loop without prefetch: prepare a batch, then compute it."""
+def _planner(config: CampaignConfig, source, directory: Path) -> Planner:
+    directory.mkdir(parents=True, exist_ok=True)
+    Ledger(directory).close()
     settings = PlanSettings(config.batch_size, config.window, config.batch_size, config.loader_threads)
-    (out / "serial").mkdir(parents=True)
-    from drivesim.pipeline.ledger import Ledger
+    return Planner(source, directory, settings, range(len(source)))
 
-    Ledger(out / "serial").close()
-    planner = Planner(source, out / "serial", settings, range(len(source)))
-    import threading
 
-    start, done = time.perf_counter(), 0
-    for _, work in planner(threading.Event()):
+def source_seconds(config: CampaignConfig, source, directory: Path) -> float:
+    """Seconds per batch of the loader stage alone (same threads, same planning)."""
+    start, batches = time.perf_counter(), 0
+    for _ in _planner(config, source, directory)(threading.Event()):
+        batches += 1
+    return (time.perf_counter() - start) / batches
+
+
+def serial_seconds(config: CampaignConfig, source, runner: DeviceRunner, directory: Path) -> float:
+    """Seconds per batch without prefetch: prepare a batch, compute it, write it."""
+    policies = policy_spec(config).names
+    start, batches = time.perf_counter(), 0
+    for _, work in _planner(config, source, directory)(threading.Event()):
         result = runner.run(runner.put(work.scenario))
         block(result)
-        runner.fetch(result, len(work.infos))
-        done += len(work.infos)
-    return done / (time.perf_counter() - start)
+        metrics = runner.fetch(result, len(work.infos))
+        table = res.batch_table(work.infos, metrics, policies, work.batch_id)
+        res.write_shard(table, directory, work.batch_id)
+        batches += 1
+    return (time.perf_counter() - start) / batches
+
+
+def pipelined_seconds(config: CampaignConfig, source) -> float:
+    """Seconds per batch of the campaign, from its first batch written to its last."""
+    events = []
+    run_campaign(config, progress=events.append, source=source)
+    batches = [e for e in events if e.kind == "batch"]
+    return (batches[-1].elapsed_s - batches[0].elapsed_s) / (len(batches) - 1)
+
+
+def measure(args, out: Path) -> dict:
+    count = args.batches * args.batch_size
+    config = CampaignConfig(
+        sources=("synthetic:highway",),
+        count=count,
+        agents=args.agents,
+        num_steps=args.steps,
+        batch_size=args.batch_size,
+        window_batches=1,
+        loader_threads=args.loader_threads,
+        prefetch=4,
+        out=str(out / "pipelined"),
+    )
+    probe = SlowSource(count, args.agents, args.steps, 0.0)
+    t_compute, runner = compute_seconds(config, probe)
+    # calibrate: host CPU per batch (no sleep), then the sleep that brings the source to t_compute
+    cpu_only = source_seconds(config, _short(probe, config, 8), out / "probe")
+    delay = config.loader_threads * max(t_compute - cpu_only, 0.0) / args.batch_size
+    make = lambda: SlowSource(count, args.agents, args.steps, delay)  # noqa: E731
+    t_source = source_seconds(config, make(), out / "source")
+    t_pipe = pipelined_seconds(config, make())
+    t_serial = serial_seconds(config, make(), runner, out / "serial")
+    ceiling = min(1 / t_source, 1 / t_compute)
+    return dict(
+        kind="pipeline",
+        batch_size=args.batch_size,
+        agents=args.agents,
+        steps=args.steps,
+        batches=args.batches,
+        loader_threads=args.loader_threads,
+        delay_per_scenario_s=delay,
+        host_cpu_s_per_batch=cpu_only,
+        compute_s_per_batch=t_compute,
+        source_s_per_batch=t_source,
+        compute_rate=1 / t_compute,
+        source_rate=1 / t_source,
+        pipelined_rate=1 / t_pipe,
+        serial_rate=1 / t_serial,
+        pipelined_fraction=(1 / t_pipe) / ceiling,
+        serial_fraction=(1 / t_serial) / ceiling,
+        scenarios_per_s=args.batch_size / t_pipe,
+        device_count=runner.num_devices,
+    )
+
+
+def _short(source: SlowSource, config: CampaignConfig, batches: int) -> SlowSource:
+    """The same source cut to ``batches`` batches (for calibration)."""
+    source.count = min(source.count, batches * config.batch_size)
+    return source
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="Small run (smoke test).")
-    parser.add_argument("--json", action="store_true", help="Print one JSON object.")
-    parser.add_argument("--agents", type=int, default=16)
-    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--quick", action="store_true", help="Fewer batches (smoke test).")
+    parser.add_argument("--json", action="store_true", help="Print the JSON line only.")
+    parser.add_argument("--agents", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--loader-threads", type=int, default=2)
     args = parser.parse_args()
-    batches = 6 if args.quick else args.batches
+    if args.quick:
+        args.batches = min(args.batches, 12)
     out = Path(tempfile.mkdtemp(prefix="drivesim-bench-pipeline-"))
     try:
-        config = CampaignConfig(
-            sources=("synthetic:highway",),
-            count=batches * args.batch_size,
-            agents=args.agents,
-            num_steps=args.steps,
-            batch_size=args.batch_size,
-            window_batches=1,
-            loader_threads=2,
-            prefetch=4,
-            out=str(out / "pipelined"),
-        )
-        t_compute, runner = compute_seconds(config)
-        compute_rate = args.batch_size / t_compute
-        # per-scenario delay so that the source (2 loader threads) delivers at the compute rate
-        delay = config.loader_threads * t_compute / args.batch_size
-        source = SlowSource(config.count, args.agents, args.steps, delay)
-        source_rate = config.loader_threads / delay
-        events = []
-        run_campaign(config, progress=events.append, source=source)
-        batch_events = [e for e in events if e.kind == "batch"]
-        first, last = batch_events[0], batch_events[-1]
-        # steady state: from the first batch written to the last (compile excluded)
-        pipelined = (last.done - first.done) / max(last.elapsed_s - first.elapsed_s, 1e-9)
-        serial = serial_rate(config, SlowSource(config.count, args.agents, args.steps, delay), runner, out)
-        ceiling = min(source_rate, compute_rate)
-        record = dict(
-            kind="pipeline",
-            batch_size=args.batch_size,
-            agents=args.agents,
-            steps=args.steps,
-            batches=batches,
-            compute_rate=compute_rate,
-            source_rate=source_rate,
-            pipelined_rate=pipelined,
-            serial_rate=serial,
-            pipelined_fraction=pipelined / ceiling,
-            serial_fraction=serial / ceiling,
-            device_count=runner.num_devices,
-        )
-        if args.json:
-            print(json.dumps(record))
-        else:
-            for key, value in record.items():
-                print(f"{key:>20}: {value:.3f}" if isinstance(value, float) else f"{key:>20}: {value}")
-            print(
-                f"pipelined reaches {100 * pipelined / ceiling:.0f}% of min(source, compute) (goal >= 90%); "
-                f"serial {100 * serial / ceiling:.0f}%"
-            )
+        record = measure(args, out)
     finally:
         shutil.rmtree(out, ignore_errors=True)
+    if not args.json:
+        for key, value in record.items():
+            print(f"{key:>22}: {value:.4g}" if isinstance(value, float) else f"{key:>22}: {value}")
+        print(
+            f"pipelined reaches {100 * record['pipelined_fraction']:.0f}% of min(source, compute) "
+            f"(goal >= 90%); serial {100 * record['serial_fraction']:.0f}% (expected ~50%)"
+        )
+    print(json.dumps(record))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,26 @@ def _default_out(config) -> str:
     return f"runs/run-{digest}"
 
 
+def _join_processes(coordinator: str | None, num_processes: int | None, process_id: int | None) -> None:
+    """Fill the DRIVESIM_* variables from the options and join the multi-process job
+    (``drivesim.parallel.distributed.initialize``; a no-op for a single process). Runs before
+    anything else touches JAX."""
+    import os
+
+    for name, value in (
+        ("DRIVESIM_COORDINATOR", coordinator),
+        ("DRIVESIM_NUM_PROCESSES", num_processes),
+        ("DRIVESIM_PROCESS_ID", process_id),
+    ):
+        if value is not None:
+            os.environ[name] = str(value)
+    try:
+        from drivesim.parallel.distributed import initialize
+    except ImportError:
+        return
+    initialize()
+
+
 def _chunk(value: str | None):
     if value is None or value == "auto":
         return value
@@ -46,7 +66,8 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         count: Annotated[
-            int | None, typer.Option(help="Scenarios to generate for synthetic sources (default: 1000).")
+            int | None,
+            typer.Option(help="Scenarios to generate for synthetic sources (default: 1000; the demo: 600)."),
         ] = None,
         policy: Annotated[str, typer.Option(help="Ego policy: idm | constant | mlp:FILE.")] = "idm",
         sweep: Annotated[
@@ -91,9 +112,25 @@ def register(app: typer.Typer) -> None:
         live_html: Annotated[
             bool, typer.Option("--live-html", help="Serve the live dashboard on localhost while running.")
         ] = False,
+        coordinator: Annotated[
+            str | None,
+            typer.Option(
+                help="Multi-process run: host:port of process 0 (sets DRIVESIM_COORDINATOR). "
+                "Each process runs its share of the positions and writes its own shards."
+            ),
+        ] = None,
+        num_processes: Annotated[
+            int | None, typer.Option(help="Multi-process run: number of processes (DRIVESIM_NUM_PROCESSES).")
+        ] = None,
+        process_id: Annotated[
+            int | None, typer.Option(help="Multi-process run: this process's rank (DRIVESIM_PROCESS_ID).")
+        ] = None,
     ) -> None:
         """Run a campaign of scenarios end to end (resumable) and write its results and dashboard."""
+        from drivesim.pipeline import sources as src
         from drivesim.pipeline.config import CampaignConfig, read_config
+
+        _join_processes(coordinator, num_processes, process_id)
 
         target = directory or out
         if resume:
@@ -110,7 +147,7 @@ def register(app: typer.Typer) -> None:
             demo = not source and count is None
             config = CampaignConfig(
                 sources=tuple(source or ()),
-                count=1000 if count is None else count,
+                count=(src.DEMO_COUNT if demo else 1000) if count is None else count,
                 policy=policy,
                 sweep=str(sweep) if sweep else None,
                 backend=backend,
@@ -204,7 +241,10 @@ def _run(config, live_html: bool) -> None:
         f"results: {pathlib.Path(config.out) / 'results'}  "
         f'(drivesim query {config.out} "SELECT * FROM results LIMIT 5")'
     )
-    _write_dashboard(config.out, console)
+    import jax
+
+    if jax.process_index() == 0:  # one dashboard per multi-process campaign
+        _write_dashboard(config.out, console)
 
 
 def _live_view(console):

@@ -97,7 +97,8 @@ def resolve_sources(config: CampaignConfig) -> CampaignConfig:
     import dataclasses
 
     specs, notes = src.demo_sources()
-    return dataclasses.replace(config, sources=specs, notes=tuple(notes))
+    max_agents = config.max_agents or (src.DEMO_MAX_AGENTS if config.agents is None else None)
+    return dataclasses.replace(config, sources=specs, notes=tuple(notes), max_agents=max_agents)
 
 
 def _positions(total: int) -> tuple[range, int]:
@@ -129,7 +130,9 @@ class _Runner:
         self.source = (
             source
             if source is not None
-            else src.open_source(config.sources, config.count, config.seed, config.agents, config.num_steps)
+            else src.open_source(
+                config.sources, config.count, config.seed, config.agents, config.num_steps, config.max_agents
+            )
         )
         self.spec = policy_spec(config)
         self.sim_config = SimConfig(num_steps=config.num_steps, policy=self.spec.kind)

@@ -24,6 +24,7 @@ IDENTITY_FIELDS = (
     "seed",
     "num_steps",
     "agents",
+    "max_agents",
     "batch_size",
     "window_batches",
 )
@@ -42,7 +43,8 @@ class CampaignConfig:
     window_batches: batches planned together; the plan (bucketing by agent count) is a pure
         function of the positions of a window, so a resumed run rebuilds identical batches.
     num_steps: simulation steps; agents: fixed agent count for synthetic families (None:
-        the family's own distribution).
+        the family's own distribution); max_agents: upper end of the drawn agent count
+        (None: the family's default).
     loader_threads: host loader threads; prefetch: bounded host queue depth (batches).
     retries: extra attempts for a batch whose compute raised.
     """
@@ -58,6 +60,7 @@ class CampaignConfig:
     window_batches: int = 8
     num_steps: int = 80
     agents: int | None = None
+    max_agents: int | None = None
     seed: int = 0
     out: str = "runs/demo"
     loader_threads: int = 2
@@ -81,8 +84,12 @@ class CampaignConfig:
         return self.batch_size * self.window_batches
 
     def identity(self) -> dict:
-        """The fields a resume must match (JSON-comparable)."""
-        return {k: _plain(getattr(self, k)) for k in IDENTITY_FIELDS}
+        """The fields a resume must match (JSON-comparable; max_agents only when set, so
+        campaigns written before it existed keep their identity)."""
+        out = {k: _plain(getattr(self, k)) for k in IDENTITY_FIELDS}
+        if out["max_agents"] is None:
+            del out["max_agents"]
+        return out
 
 
 def _plain(value):
@@ -135,9 +142,9 @@ def read_config(directory: pathlib.Path) -> CampaignConfig:
 def check_same_campaign(stored: CampaignConfig, new: CampaignConfig, directory) -> None:
     """Raise ValueError naming the differing fields if ``new`` is not a resume of ``stored``."""
     a, b = stored.identity(), new.identity()
-    diff = [k for k in IDENTITY_FIELDS if a[k] != b[k]]
+    diff = [k for k in IDENTITY_FIELDS if a.get(k) != b.get(k)]
     if diff:
-        detail = ", ".join(f"{k}: {a[k]!r} -> {b[k]!r}" for k in diff)
+        detail = ", ".join(f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in diff)
         raise ValueError(
             f"{directory} holds a different campaign ({detail}); use another --out, or --resume {directory}"
         )

@@ -14,14 +14,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numpy as np
-
-from drivesim.core.types import replace
 from drivesim.pipeline import sources as src
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
 from drivesim.pipeline.results import ScenarioInfo
 from drivesim.pipeline.timing import Stopwatch
-from drivesim.scenarios.batching import pad_scenario, stack_scenarios
+from drivesim.scenarios.batching import BucketKey, bucket_key, stack_bucket
 from drivesim.scenarios.record import ScenarioRecord
 
 
@@ -53,17 +50,24 @@ class PlanSettings:
     loader_threads: int
 
 
-def next_pow2(n: int) -> int:
-    return 1 << max(0, int(n) - 1).bit_length()
+def _source_validates(source) -> bool:
+    """True for drivesim's own sources, whose ``load`` already validates (their contract)."""
+    try:
+        from drivesim.scenarios.sources import ScenarioSource
+    except ImportError:
+        return False
+    return isinstance(source, ScenarioSource)
 
 
-def _load(source, position: int) -> ScenarioRecord | tuple[ScenarioInfo, str]:
-    """A valid record, or (info, reason) when loading or validation fails."""
+def _load(source, position: int, validated: bool = False):
+    """``(record, bucket key)`` of a valid scenario, or (info, reason) when loading or
+    validation fails (or no padding class fits)."""
     name = getattr(source, "name", "source")
     try:
         record = source.load(position)
-        src.validate(record, where=f"{record.source} scenario {position} ({record.name})")
-        return record
+        if not validated:
+            src.validate(record, where=f"{record.source} scenario {position} ({record.name})")
+        return record, bucket_key(record.scenario)
     except Exception as exc:  # noqa: BLE001 - a bad scenario is recorded, the campaign goes on
         info = ScenarioInfo(
             position,
@@ -76,22 +80,29 @@ def _load(source, position: int) -> ScenarioRecord | tuple[ScenarioInfo, str]:
         return info, f"{type(exc).__name__}: {exc}"
 
 
+def _ok(item) -> bool:
+    return isinstance(item[0], ScenarioRecord)
+
+
 def _info(record: ScenarioRecord, position: int, size_class: int) -> ScenarioInfo:
     return ScenarioInfo(position, record.family, record.source, record.name, record.num_agents, size_class)
 
 
+def batch_key(records: list[ScenarioRecord], size_class: int) -> BucketKey:
+    """The padding shapes of a batch: ``size_class`` agents and the largest lane, point and
+    log-step classes of its records (they agree for a planned batch: one bucket)."""
+    keys = [bucket_key(r.scenario) for r in records]
+    logs = [k.log_steps for k in keys if k.log_steps is not None]
+    return BucketKey(
+        size_class, max(k.lanes for k in keys), max(k.points for k in keys), max(logs) if logs else None
+    )
+
+
 def stack_batch(records: list[ScenarioRecord], size_class: int, padded_batch: int):
-    """Pad records to (size_class agents, pow2 lanes/points/log steps) and stack them, adding
-    invalid copies of the first scenario up to ``padded_batch``; leading axis padded_batch."""
-    scs = [r.scenario for r in records]
-    lanes = next_pow2(max(s.road.widths.shape[0] for s in scs))
-    points = next_pow2(max(s.road.centers.shape[1] for s in scs))
-    logs = [s.log.valid.shape[0] for s in scs if s.log is not None]
-    steps = next_pow2(max(logs)) if logs else None
-    padded = [pad_scenario(s, size_class, lanes, points, steps) for s in scs]
-    filler = replace(padded[0], valid=np.asarray(False))
-    padded += [filler] * (padded_batch - len(padded))
-    return stack_scenarios(padded)
+    """Pad records to their bucket's classes (size_class agents; lanes, points and log steps
+    from batching's classes, so each bucket has one shape and compiles once) and stack them,
+    with padding scenarios (valid=False) up to ``padded_batch``; leading axis padded_batch."""
+    return stack_bucket(records, batch_key(records, size_class), padded_batch)
 
 
 class Planner:
@@ -100,16 +111,15 @@ class Planner:
 
     def __init__(self, source, directory, settings: PlanSettings, positions: range):
         self.source, self.directory, self.settings, self.positions = source, directory, settings, positions
+        self.validated = _source_validates(source)
 
     def windows(self) -> list[tuple[int, int, int]]:
-        """(window_id, start, stop) over this process's positions."""
+        """(window_id, start, stop) over this process's positions: windows of
+        ``settings.window`` positions from the first one; a window's id is its first
+        position, so processes with disjoint positions never share a window."""
         w = self.settings.window
         first, last = self.positions.start, self.positions.stop
-        return [
-            (start // w, start, min(start + w, last))
-            for start in range(first - first % w, last, w)
-            if min(start + w, last) > max(start, first)
-        ]
+        return [(start, start, min(start + w, last)) for start in range(first, last, w)]
 
     def __call__(self, stop: threading.Event):
         ledger = Ledger(self.directory)
@@ -118,7 +128,6 @@ class Planner:
             for window_id, start, stop_pos in self.windows():
                 if stop.is_set():
                     return
-                start = max(start, self.positions.start)
                 if ledger.window_planned(window_id):
                     yield from self._replay(ledger, window_id, pool, stop)
                 else:
@@ -128,7 +137,12 @@ class Planner:
             ledger.close()
 
     def _load_many(self, pool, positions):
-        return list(pool.map(lambda p: _load(self.source, p), positions))
+        """Load positions in order; a task is a run of positions (few futures per batch)."""
+        positions = list(positions)
+        step = max(1, -(-len(positions) // (4 * self.settings.loader_threads)))
+        runs = [positions[i : i + step] for i in range(0, len(positions), step)]
+        loaded = pool.map(lambda run: [_load(self.source, p, self.validated) for p in run], runs)
+        return [item for run in loaded for item in run]
 
     def _replay(self, ledger: Ledger, window_id: int, pool, stop):
         for batch in ledger.open_batches(window_id):
@@ -136,14 +150,18 @@ class Planner:
                 return
             with Stopwatch() as sw:
                 loaded = self._load_many(pool, batch.positions)
-                work = self._build(batch, list(zip(batch.positions, loaded, strict=False)))
+                pairs = [
+                    (p, item[0] if _ok(item) else item)
+                    for p, item in zip(batch.positions, loaded, strict=True)
+                ]
+                work = self._build(batch, pairs)
             work.load_s = sw.seconds
             yield batch.batch_id, work
 
     def _plan(self, ledger: Ledger, window_id: int, start: int, stop_pos: int, pool, stop):
         size = self.settings.batch_size
         done = ledger.done_ids(window_id)
-        buckets: dict[tuple[int, bool], list] = {}
+        buckets: dict[BucketKey, list] = {}
         failed: list = []
         planned: list[PlannedBatch] = []
         chunk = max(size, 64)
@@ -155,20 +173,20 @@ class Planner:
                 loaded = self._load_many(pool, positions)
             spent = sw.seconds
             for position, item in zip(positions, loaded, strict=False):
-                if not isinstance(item, ScenarioRecord):
+                if not _ok(item):
                     failed.append((position, item))
                     continue
-                key = (src.size_class(item.num_agents), item.scenario.log is not None)
+                record, key = item
                 bucket = buckets.setdefault(key, [])
-                bucket.append((position, item))
+                bucket.append((position, record))
                 if len(bucket) == size:
                     del buckets[key]
-                    work = self._emit(ledger, window_id, key[0], bucket, done, planned)
+                    work = self._emit(ledger, window_id, key.agents, bucket, done, planned)
                     if work is not None:
-                        work.load_s, spent = spent, 0.0
+                        work.load_s, spent = work.load_s + spent, 0.0
                         yield work.batch_id, work
         rest = sorted(buckets.items(), key=lambda kv: kv[1][0][0])
-        groups = [(key[0], bucket) for key, bucket in rest] + ([(0, failed)] if failed else [])
+        groups = [(key.agents, bucket) for key, bucket in rest] + ([(0, failed)] if failed else [])
         for size_class, bucket in groups:
             work = self._emit(ledger, window_id, size_class, bucket, done, planned)
             if work is not None:

@@ -17,6 +17,11 @@ from drivesim.scenarios.record import ScenarioRecord
 
 FALLBACK_SIZE_CLASSES = (8, 16, 32, 64, 128, 256)
 
+# The demo campaign: a small mix that compiles few buckets (agent classes 8/16/32 per family)
+DEMO_FAMILIES = ("highway", "merge", "intersection")
+DEMO_COUNT = 600
+DEMO_MAX_AGENTS = 32
+
 
 def size_classes() -> tuple[int, ...]:
     try:
@@ -60,7 +65,12 @@ def demo_sources(root: pathlib.Path | None = None) -> tuple[tuple[str, ...], lis
     """
     from drivesim.scenarios import synthetic
 
-    specs = ["synthetic:" + ",".join(sorted(synthetic.FAMILIES))]
+    specs = [
+        "synthetic:"
+        + ",".join(
+            DEMO_FAMILIES if set(DEMO_FAMILIES) <= set(synthetic.FAMILIES) else sorted(synthetic.FAMILIES)
+        )
+    ]
     notes = []
     data = find_shared_commonroad(root)
     if data is None:
@@ -82,23 +92,46 @@ def find_shared_commonroad(root: pathlib.Path | None = None) -> pathlib.Path | N
     return None
 
 
-def open_source(specs: tuple[str, ...], count: int, seed: int, agents: int | None, num_steps: int):
-    """One source over all ``specs``: ``len(source)`` positions, ``source.load(position)``."""
+def open_source(
+    specs: tuple[str, ...],
+    count: int,
+    seed: int,
+    agents: int | None,
+    num_steps: int,
+    max_agents: int | None = None,
+):
+    """One source over all ``specs``: ``len(source)`` positions, ``source.load(position)``.
+
+    Uses drivesim.scenarios.sources; synthetic specs get a FamilyConfig with the campaign's
+    agent count (fixed, or drawn up to ``max_agents``), episode length and seed, so scenario
+    ``p`` is a pure function of (spec, seed, p) and a resume regenerates it bit for bit.
+    """
     try:
         from drivesim.scenarios import sources as real
     except ImportError:
         real = None
-    if real is not None and agents is None:
-        return real.parse_sources(list(specs), count, seed)
-    parts = [_open_one(spec, count, seed, agents, num_steps, real) for spec in specs]
+    parts = [
+        _open_one(spec, count, seed, family_config(agents, num_steps, seed, max_agents), real)
+        for spec in specs
+    ]
     return parts[0] if len(parts) == 1 else _mixed(parts, real)
 
 
-def _open_one(spec, count, seed, agents, num_steps, real):
+def family_config(agents: int | None, num_steps: int, seed: int, max_agents: int | None = None):
+    """The synthetic FamilyConfig of a campaign."""
+    from drivesim.scenarios.synthetic import FamilyConfig
+
+    extra = {"max_agents": int(max_agents)} if max_agents else {}
+    return FamilyConfig(num_agents=agents, steps=num_steps, seed=seed, **extra)
+
+
+def _open_one(spec, count, seed, cfg, real):
     kind, _, arg = spec.partition(":")
+    families = tuple(f.strip() for f in arg.split(",") if f.strip()) or ("highway",)
+    if kind == "synthetic" and real is not None:
+        return real.SyntheticSource(list(families), count, seed, config=cfg)
     if kind == "synthetic":
-        families = tuple(f for f in arg.split(",") if f) or ("highway",)
-        return FallbackSynthetic(families, count, seed, agents, num_steps)
+        return FallbackSynthetic(families, count, seed, cfg.num_agents, cfg.steps)
     if real is None:
         raise ValueError(
             f"source {spec!r}: only synthetic sources are available without drivesim.scenarios.sources"

@@ -1,4 +1,4 @@
-"""Small real workloads for the pipeline tests (16-agent highway, few steps)."""
+"""Small real workloads for the pipeline tests (16-agent highway, 10 steps)."""
 
 from __future__ import annotations
 
@@ -6,19 +6,23 @@ import numpy as np
 
 from drivesim.core.types import replace
 from drivesim.pipeline.config import CampaignConfig
-from drivesim.pipeline.sources import FallbackSynthetic
 from drivesim.scenarios.record import ScenarioRecord
+from drivesim.scenarios.sources import SyntheticSource
+from drivesim.scenarios.synthetic import FamilyConfig
+
+COUNT = 160
 
 
-def small_config(out, count: int = 96, **changes) -> CampaignConfig:
-    """A campaign of ``count`` 16-agent highway scenarios, 10 steps, batches of 16."""
+def small_config(out, count: int = COUNT, **changes) -> CampaignConfig:
+    """A campaign of ``count`` 16-agent highway scenarios, 10 steps, batches of 8 (20 batches,
+    windows of 3 batches)."""
     values = dict(
         sources=("synthetic:highway",),
         count=count,
         agents=16,
         num_steps=10,
-        batch_size=16,
-        window_batches=2,
+        batch_size=8,
+        window_batches=3,
         out=str(out),
         loader_threads=2,
         prefetch=2,
@@ -32,7 +36,7 @@ class FaultySource:
     a malformed input (load raises) or too many agents for the largest size class."""
 
     def __init__(self, count: int, nan=(), broken=(), crowded=()):
-        self.inner = FallbackSynthetic(("highway",), count, seed=0, agents=16, steps=10)
+        self.inner = SyntheticSource(["highway"], count, 0, config=FamilyConfig(num_agents=16, steps=10))
         self.nan, self.broken, self.crowded = set(nan), set(broken), set(crowded)
         self.name = "faulty"
 
@@ -50,8 +54,9 @@ class FaultySource:
             scenario = replace(record.scenario, agents=replace(ag, x=x))
             record = ScenarioRecord(scenario, record.family, record.source, record.name)
         if position in self.crowded:
-            crowded = FallbackSynthetic(("highway",), 1, seed=0, agents=10_000, steps=10).load(position)
-            record = crowded
+            from drivesim.scenarios.synthetic import generate
+
+            record = generate("highway", position, FamilyConfig(num_agents=200, steps=10))
         return record
 
     def describe(self) -> str:

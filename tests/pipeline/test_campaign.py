@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from pipeline_helpers import FaultySource, small_config
+from pipeline_helpers import COUNT, FaultySource, small_config
 
 from drivesim.pipeline import results
 from drivesim.pipeline.campaign import run_campaign
@@ -17,27 +17,19 @@ from drivesim.pipeline.config import read_config
 from drivesim.pipeline.summary import campaign_summary
 
 
-@pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    out = tmp_path_factory.mktemp("campaign")
-    events = []
-    result = run_campaign(small_config(out, count=100), progress=events.append)
-    return out, result, events
-
-
 def test_every_scenario_once_and_ledger_done(campaign):
     out, result, _ = campaign
     table = results.results_table(out)
     ids = table.column("scenario_id").to_pylist()
-    assert ids == list(range(100))
+    assert ids == list(range(COUNT))
     assert set(table.column("status").to_pylist()) == {"ok"}
-    assert result.done == 100 and result.failed == 0
+    assert result.done == COUNT and result.failed == 0
     con = sqlite3.connect(out / "ledger.sqlite")
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     rows = con.execute("SELECT batch_id, scenario_ids, status, shard FROM batches").fetchall()
     assert {r[2] for r in rows} == {"done"}
     planned = sorted(i for r in rows for i in json.loads(r[1]))
-    assert planned == list(range(100))
+    assert planned == list(range(COUNT))
     for batch_id, _, _, shard in rows:
         assert (out / shard).is_file() and pq.read_table(out / shard).num_rows > 0
         assert shard.endswith(results.shard_name(batch_id))
@@ -51,7 +43,7 @@ def test_phases_recorded_per_batch(campaign):
     ).fetchall()
     batches = con.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
     assert len(phases) == batches
-    assert sum(p[5] for p in phases) == 100
+    assert sum(p[5] for p in phases) == COUNT
     assert all(all(v is not None and v >= 0 for v in p) for p in phases)
     assert sum(p[2] for p in phases) > 0
     meta = dict(con.execute("SELECT key, value FROM meta"))
@@ -62,8 +54,8 @@ def test_progress_events(campaign):
     _, _, events = campaign
     assert events[0].kind == "start" and events[-1].kind == "end"
     batches = [e for e in events if e.kind == "batch"]
-    assert sum(e.num_scenarios for e in batches) == 100
-    assert batches[-1].done == 100 and all(e.phases is not None for e in batches)
+    assert sum(e.num_scenarios for e in batches) == COUNT
+    assert batches[-1].done == COUNT and all(e.phases is not None for e in batches)
 
 
 def test_metrics_match_core_simulate(campaign):
@@ -93,20 +85,20 @@ def test_rerun_skips_done_batches(campaign):
     out, _, _ = campaign
     events = []
     again = run_campaign(read_config(out), progress=events.append)
-    assert again.skipped == 100 and not [e for e in events if e.kind == "batch"]
-    assert results.query(out, "SELECT count(*) AS n FROM results").column("n")[0].as_py() == 100
+    assert again.skipped == COUNT and not [e for e in events if e.kind == "batch"]
+    assert results.query(out, "SELECT count(*) AS n FROM results").column("n")[0].as_py() == COUNT
 
 
 def test_different_campaign_in_same_dir_is_refused(campaign):
     out, _, _ = campaign
     with pytest.raises(ValueError, match="count"):
-        run_campaign(small_config(out, count=101))
+        run_campaign(small_config(out, count=COUNT + 1))
 
 
 def test_bad_scenarios_recorded_as_failed_and_campaign_goes_on(tmp_path):
-    source = FaultySource(64, nan=[5, 40], broken=[17], crowded=[33])
-    result = run_campaign(small_config(tmp_path, count=64), source=source)
-    assert result.done == 64 and result.failed == 4
+    source = FaultySource(48, nan=[5, 40], broken=[17], crowded=[33])
+    result = run_campaign(small_config(tmp_path, count=48), source=source)
+    assert result.done == 48 and result.failed == 4
     failed = results.query(
         tmp_path, "SELECT scenario_id, error FROM results WHERE status='failed' ORDER BY scenario_id"
     ).to_pylist()
@@ -116,7 +108,7 @@ def test_bad_scenarios_recorded_as_failed_and_campaign_goes_on(tmp_path):
     assert "size class" in reasons[33]
     assert "x" in reasons[5]
     ok = results.query(tmp_path, "SELECT count(*) AS n FROM results WHERE status='ok'").column("n")[0].as_py()
-    assert ok == 60
+    assert ok == 44
     con = sqlite3.connect(tmp_path / "ledger.sqlite")
     assert sorted(r[0] for r in con.execute("SELECT scenario_id FROM failures")) == [5, 17, 33, 40]
     summary = campaign_summary(tmp_path)
@@ -126,12 +118,12 @@ def test_bad_scenarios_recorded_as_failed_and_campaign_goes_on(tmp_path):
 def test_sweep_gives_rows_per_scenario_and_policy(tmp_path):
     sweep = tmp_path / "sweep.toml"
     sweep.write_text("[[policy]]\nT = 1.0\nv0 = 25\n\n[[policy]]\nT = 2.0\n\n[[policy]]\n")
-    run_campaign(small_config(tmp_path / "c", count=24, sweep=str(sweep)))
+    run_campaign(small_config(tmp_path / "c", count=16, sweep=str(sweep)))
     table = results.query(
         tmp_path / "c",
         "SELECT policy_id, policy, count(*) AS n, avg(progress_m) AS p FROM results GROUP BY 1, 2 ORDER BY 1",
     ).to_pylist()
-    assert [(r["policy_id"], r["n"]) for r in table] == [(0, 24), (1, 24), (2, 24)]
+    assert [(r["policy_id"], r["n"]) for r in table] == [(0, 16), (1, 16), (2, 16)]
     assert table[0]["policy"] == "idm[T=1,v0=25]" and table[2]["policy"] == "idm"
     assert table[0]["p"] != table[1]["p"]
 
@@ -146,5 +138,5 @@ def test_duckdb_relation_and_arrow(campaign):
     out, _, _ = campaign
     con = duckdb.connect()
     rel = results.results_relation(out, con)
-    assert rel.aggregate("count(*)").fetchall()[0][0] == 100
-    assert results.results_table(out).num_rows == 100
+    assert rel.aggregate("count(*)").fetchall()[0][0] == COUNT
+    assert results.results_table(out).num_rows == COUNT

@@ -15,18 +15,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from pipeline_helpers import small_config
+from pipeline_helpers import COUNT, small_config
 
 from drivesim.pipeline import results
 from drivesim.pipeline.campaign import run_campaign
 
-COUNT = 160
 WORKER = """
 import sys
 sys.path.insert(0, {helpers!r})
 from pipeline_helpers import small_config
 from drivesim.pipeline.campaign import run_campaign
-run_campaign(small_config({out!r}, count={count}, batch_size=8, window_batches=3, prefetch=1))
+run_campaign(small_config({out!r}, prefetch=1))
 """
 
 
@@ -42,21 +41,22 @@ def _done_batches(out: Path) -> int:
 
 
 def _start(out: Path) -> subprocess.Popen:
-    code = WORKER.format(helpers=str(Path(__file__).parent), out=str(out), count=COUNT)
+    code = WORKER.format(helpers=str(Path(__file__).parent), out=str(out))
+    env = os.environ | {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
     return subprocess.Popen(
-        [sys.executable, "-c", code], env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
 
 
 def _kill_at_random_moment(out: Path, rng: random.Random) -> int:
-    """Start the campaign, SIGKILL it a random time after it wrote its next batch; returns
-    the done batches seen at the kill."""
-    before = _done_batches(out)
+    """Start the campaign and SIGKILL it at a random moment after it wrote 1 or 2 more
+    batches (a write, a compute or a load is in flight then); returns the done batches."""
+    target = _done_batches(out) + rng.randint(1, 2)
     proc = _start(out)
     deadline = time.time() + 120
-    while _done_batches(out) <= before and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(rng.uniform(0.0, 0.4))
+    while _done_batches(out) < target and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.002)
+    time.sleep(rng.uniform(0.0, 0.01))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     return _done_batches(out)
@@ -67,18 +67,17 @@ def _sorted(table):
 
 
 @pytest.mark.slow
-def test_sigkill_resume_equals_uninterrupted_run(tmp_path):
+def test_sigkill_resume_equals_uninterrupted_run(tmp_path, campaign):
     rng = random.Random(int(os.environ.get("DRIVESIM_KILL_SEED", "7")))
     killed = tmp_path / "killed"
     seen = [_kill_at_random_moment(killed, rng) for _ in range(3)]
+    assert any(0 < s for s in seen), f"no kill landed after a batch was written: {seen}"
+    # resume with the same command until done; the reference is the shared uninterrupted run
+    run_campaign(small_config(killed, prefetch=1))
     total_batches = (
         sqlite3.connect(killed / "ledger.sqlite").execute("SELECT COUNT(*) FROM batches").fetchone()[0]
     )
-    assert any(0 < s for s in seen), f"no kill landed after a batch was written: {seen}"
-    # resume with the same command until done
-    run_campaign(small_config(killed, count=COUNT, batch_size=8, window_batches=3, prefetch=1))
-    reference = tmp_path / "reference"
-    run_campaign(small_config(reference, count=COUNT, batch_size=8, window_batches=3, prefetch=1))
+    reference = campaign[0]
     got, want = _sorted(results.results_table(killed)), _sorted(results.results_table(reference))
     assert got.num_rows == COUNT
     assert pc.count_distinct(got.column("scenario_id")).as_py() == COUNT
@@ -91,3 +90,5 @@ def test_sigkill_resume_equals_uninterrupted_run(tmp_path):
             assert a.equals(b), f"column {name} differs from the uninterrupted run"
     assert not list((killed / "results").glob(".*.tmp"))
     assert total_batches >= 1 and seen[0] < _done_batches(killed)
+    mid = [s for s in seen if 0 < s < total_batches]
+    assert len(mid) >= 2, f"fewer than 2 kills landed mid-campaign: {seen} of {total_batches} batches"
