@@ -5,9 +5,11 @@ it, dispatch by dispatch, straight into the target sharding; ``run`` dispatches 
 asynchronously (donating the consumed batch); ``fetch`` brings the per-scenario metrics of
 this process's real rows back as NumPy; ``aggregate`` reduces them on the devices.
 
-Per-scenario results do not depend on the backend, device count, chunk size or process
-count (bitwise; tested). A dispatch that fails with an XLA runtime error drops the failed
-devices, rebuilds the mesh and redoes the batch on the rest (single-process runs).
+Per-scenario results do not depend on the backend, device count (1 included), chunk size or
+process count (bitwise; tested) in FMA-free CPU programs (drivesim.parallel.determinism:
+``determinism.enable()`` before JAX starts; without it, 1 device may differ from many in the
+last bits). A dispatch that fails with an XLA runtime error drops the failed devices, rebuilds
+the mesh and redoes the batch on the rest (single-process runs).
 """
 
 from __future__ import annotations

@@ -104,12 +104,21 @@ def free_port() -> int:
 @dataclass(frozen=True)
 class LaunchConfig:
     """How :func:`launch` starts the ranks: process count, CPUs to pin each rank to
-    (``taskset -c``; None = no pinning), CPU devices per process, timeout."""
+    (``taskset -c``; None = no pinning), CPU devices per process, timeout, and whether the
+    ranks run FMA-free (drivesim.parallel.determinism: results bitwise equal to one device)."""
 
     processes: int = 2
     cpus: tuple[int, ...] | None = None
     devices_per_process: int = 1
     timeout_s: float = 180.0
+    fma_free: bool = True
+
+
+def _child_flags(cfg: LaunchConfig) -> str:
+    from drivesim.parallel.determinism import with_flag
+
+    flags = f"--xla_force_host_platform_device_count={cfg.devices_per_process}"
+    return with_flag(flags) if cfg.fma_free else flags
 
 
 def launch(spec: CampaignSpec, out: pathlib.Path, cfg: LaunchConfig = LaunchConfig()) -> list[dict]:
@@ -125,7 +134,7 @@ def launch(spec: CampaignSpec, out: pathlib.Path, cfg: LaunchConfig = LaunchConf
                 DRIVESIM_NUM_PROCESSES=str(cfg.processes),
                 DRIVESIM_PROCESS_ID=str(rank),
                 JAX_PLATFORMS="cpu",
-                XLA_FLAGS=f"--xla_force_host_platform_device_count={cfg.devices_per_process}",
+                XLA_FLAGS=_child_flags(cfg),
             )
             cmd = [sys.executable, "-m", "drivesim.parallel.worker", "--out", str(out), *spec.argv()]
             if cfg.processes == 1:
