@@ -31,15 +31,18 @@ for module in (engine, scenarios, campaign, bench, report, train):
 def main() -> None:
     """Entry point of the ``drivesim`` console script.
 
-    Campaigns promise the same results whatever the device count, so the CLI asks XLA:CPU
-    for FMA-free programs before JAX starts (see drivesim.parallel.determinism; about 13%
-    slower on CPU). Set DRIVESIM_ALLOW_FMA=1 to trade that guarantee for speed.
+    Before JAX starts: one XLA CPU device per usable core (faster than one device on this
+    engine, see drivesim.parallel.cpu_devices; XLA_FLAGS with a device count wins), and,
+    since campaigns promise the same results whatever the device count, FMA-free CPU programs
+    (see drivesim.parallel.determinism; about 13% slower on CPU). Set DRIVESIM_ALLOW_FMA=1 to
+    trade that guarantee for speed.
     """
     import os
 
-    if os.environ.get("DRIVESIM_ALLOW_FMA") != "1":
-        from drivesim.parallel import determinism
+    from drivesim.parallel import cpu_devices, determinism
 
+    cpu_devices.enable()
+    if os.environ.get("DRIVESIM_ALLOW_FMA") != "1":
         determinism.enable()
     app()
 

@@ -22,6 +22,7 @@ class EngineConfig:
 
     workload: Workload = W32
     harness: HarnessConfig = field(default_factory=HarnessConfig)
+    devices: int | None = 1  # None: every visible device (batch sharded over them)
 
 
 def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchRecord:
@@ -32,19 +33,33 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
 
     wl = config.workload
     host = batch if batch is not None else make_batch(wl)
-    device_batch = jax.device_put(host)
+    devices = jax.devices()[: config.devices] if config.devices else jax.devices()
+    device_batch = _put_sharded(host, devices, wl.scenarios)
     policy = idm_policy()
     timing = measure(simulate, (device_batch, policy), config.harness, static={"config": sim_config(wl)})
     rates = throughput(Work(wl.scenarios, wl.agents, wl.steps), timing.times, config.harness.ci_method)
     env = environment()
     visible = env.pop("device_count")
     return BenchRecord(
-        kind=kind, workload=wl.name, backend="single", device_count=1, **env,
+        kind=kind, workload=wl.name, backend="single" if len(devices) == 1 else "sharding",
+        device_count=len(devices), **env,
         batch_size=wl.scenarios, chunk=wl.scenarios, agents=wl.agents, steps=wl.steps,
         scenarios=wl.scenarios, repeats=config.harness.repeats, compile_s=timing.compile_s,
         **rates.as_fields(), **memory_fields(timing.compiled),
         extra={"times_s": list(timing.times), "warmup": config.harness.warmup, "visible_devices": visible},
     )
+
+
+def _put_sharded(host, devices, scenarios: int):
+    """The host batch on ``devices``, split along the scenario axis (jit then runs the
+    shards side by side); scenarios must divide evenly."""
+    if len(devices) == 1:
+        return jax.device_put(host, devices[0])
+    if scenarios % len(devices):
+        raise ValueError(f"engine benchmark: {scenarios} scenarios do not split over {len(devices)} devices")
+    mesh = jax.sharding.Mesh(devices, ("batch",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+    return jax.device_put(host, sharding)
 
 
 def agent_step_cost_ratio(large: BenchRecord, small: BenchRecord) -> float:

@@ -63,6 +63,8 @@ def engine(
     warmup: Annotated[int, typer.Option(help="untimed warm-up calls")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="one JSON object per result on stdout")] = False,
     out: Annotated[Path, typer.Option(help=OUT_HELP)] = DEFAULT_OUT,
+    devices: Annotated[int | None, typer.Option(
+        help="devices to shard the batch over (default: all; the CLI makes one CPU device per core)")] = None,
 ) -> None:
     """Engine throughput of `simulate` (W32 = 4096 highway x 32 agents x 80 steps; also 8, 128)."""
     from drivesim.bench.engine import EngineConfig, agent_step_cost_ratio, run_engine
@@ -74,7 +76,7 @@ def engine(
     records = []
     for n in agents:
         _err(f"engine: {scenarios} x {n} agents x {steps} steps ...")
-        records.append(run_engine(EngineConfig(Workload(scenarios, n, steps), harness)))
+        records.append(run_engine(EngineConfig(Workload(scenarios, n, steps), harness, devices=devices)))
         _err("  " + _rate_line(records[-1]))
     by_agents = {r.agents: r for r in records}
     if 32 in by_agents and 128 in by_agents:
