@@ -79,11 +79,14 @@ def _planner(config: CampaignConfig, source, directory: Path) -> Planner:
     return Planner(source, directory, settings, range(len(source)))
 
 
-def source_seconds(config: CampaignConfig, source, directory: Path) -> float:
-    """Seconds per batch of the loader stage alone (same threads, same planning)."""
-    start, batches = time.perf_counter(), 0
+def source_seconds(config: CampaignConfig, source, directory: Path, cpu: list | None = None) -> float:
+    """Seconds per batch of the loader stage alone (same threads, same planning); appends
+    the process CPU seconds per batch to ``cpu`` when given."""
+    start, cpu_start, batches = time.perf_counter(), time.process_time(), 0
     for _ in _planner(config, source, directory)(threading.Event()):
         batches += 1
+    if cpu is not None:
+        cpu.append((time.process_time() - cpu_start) / batches)
     return (time.perf_counter() - start) / batches
 
 
@@ -125,7 +128,8 @@ def measure(args, out: Path) -> dict:
     probe = SlowSource(count, args.agents, args.steps, 0.0)
     t_compute, runner = compute_seconds(config, probe)
     # calibrate: host CPU per batch (no sleep), then the sleep that brings the source to t_compute
-    cpu_only = source_seconds(config, _short(probe, config, 8), out / "probe")
+    loader_cpu: list[float] = []
+    cpu_only = source_seconds(config, _short(probe, config, 8), out / "probe", loader_cpu)
     delay = config.loader_threads * max(t_compute - cpu_only, 0.0) / args.batch_size
     make = lambda: SlowSource(count, args.agents, args.steps, delay)  # noqa: E731
     t_source = source_seconds(config, make(), out / "source")
@@ -141,6 +145,7 @@ def measure(args, out: Path) -> dict:
         loader_threads=args.loader_threads,
         delay_per_scenario_s=delay,
         host_cpu_s_per_batch=cpu_only,
+        loader_process_cpu_s_per_batch=loader_cpu[0],
         compute_s_per_batch=t_compute,
         source_s_per_batch=t_source,
         compute_rate=1 / t_compute,

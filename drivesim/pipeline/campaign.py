@@ -69,6 +69,16 @@ class DeviceWork:
 
 
 @dataclass
+class _Launch:
+    """A device batch whose computation was dispatched (result None: not dispatched yet)."""
+
+    dwork: DeviceWork
+    result: object | None
+    dispatched: float  # perf_counter at dispatch
+    wall_start: float = field(default_factory=time.time)
+
+
+@dataclass
 class _Outcome:
     """A computed batch on its way to the writer."""
 
@@ -141,6 +151,7 @@ class _Runner:
         self.positions, self.process_index = _positions(self.total)
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.counts = dict(done=0, failed=0, failed_batches=0, this_run=0)
+        self._last_ready = 0.0  # perf_counter when the previous batch's result was ready
 
     def run(self) -> CampaignResult:
         ledger = Ledger(self.directory)
@@ -161,10 +172,17 @@ class _Runner:
         host = Prefetcher(planner, self.config.prefetch, name="drivesim-loader")
         stage = chain(host, self._to_device, depth=2)
         writer = _Writer(self.directory, self.process_index, self.spec.names, self.events)
+        inflight: _Launch | None = None
         try:
+            # dispatch batch k+1 before fetching batch k: the devices never wait for the host
             for _batch_id, work in stage:
-                writer.submit(self._compute(work))
+                launched = self._launch(work)
+                if inflight is not None:
+                    writer.submit(self._collect(inflight))
+                inflight = launched
                 self._drain()
+            if inflight is not None:
+                writer.submit(self._collect(inflight))
         finally:
             stage.close()
             writer.close()
@@ -179,21 +197,38 @@ class _Runner:
             block(dbatch)
         return DeviceWork(work, dbatch, sw.seconds)
 
-    def _compute(self, dwork: DeviceWork) -> _Outcome:
+    def _launch(self, dwork: DeviceWork) -> _Launch:
+        """Dispatch a device batch (asynchronous); a dispatch error is retried by _collect."""
+        launch = _Launch(dwork, None, time.perf_counter())
+        if dwork.dbatch is not None:
+            try:
+                launch.result = self.device.run(dwork.dbatch)
+            except Exception:  # noqa: BLE001 - _collect retries the batch from its host copy
+                launch.result = None
+        return launch
+
+    def _collect(self, launch: _Launch) -> _Outcome:
+        """Wait for a launched batch and fetch its metrics; a failed attempt is redone from
+        the host batch up to ``config.retries`` times, then the batch is recorded as failed."""
+        dwork = launch.dwork
         work = dwork.host
-        phases = PhaseTimes(load_s=work.load_s, h2d_s=dwork.h2d_s)
+        phases = PhaseTimes(load_s=work.load_s, h2d_s=dwork.h2d_s, wall_start=launch.wall_start)
         if dwork.dbatch is None:
             return _Outcome(work, None, phases)
         error = None
         for attempt in range(self.config.retries + 1):
             try:
-                dbatch = dwork.dbatch if attempt == 0 else self.device.put(work.scenario)
-                with Stopwatch() as compute:
-                    result = self.device.run(dbatch)
-                    block(result)
+                if attempt > 0 or launch.result is None:
+                    launch.dispatched, launch.result = time.perf_counter(), None
+                    launch.result = self.device.run(self.device.put(work.scenario))
+                block(launch.result)
+                ready = time.perf_counter()
                 with Stopwatch() as d2h:
-                    metrics = self.device.fetch(result, len(work.infos))
-                phases.compute_s, phases.d2h_s = compute.seconds, d2h.seconds
+                    metrics = self.device.fetch(launch.result, len(work.infos))
+                # batches queue on the devices: this one started when dispatched or when the
+                # previous one was ready, whichever came later
+                phases.compute_s = ready - max(launch.dispatched, self._last_ready)
+                phases.d2h_s, self._last_ready = d2h.seconds, ready
                 return _Outcome(work, metrics, phases)
             except Exception as exc:  # noqa: BLE001 - a failing batch is recorded, the campaign goes on
                 error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"

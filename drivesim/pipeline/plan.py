@@ -84,8 +84,10 @@ def _ok(item) -> bool:
     return isinstance(item[0], ScenarioRecord)
 
 
-def _info(record: ScenarioRecord, position: int, size_class: int) -> ScenarioInfo:
-    return ScenarioInfo(position, record.family, record.source, record.name, record.num_agents, size_class)
+def _info(record: ScenarioRecord, position: int, size_class: int, agents: int | None = None) -> ScenarioInfo:
+    """Descriptive row of a record (``agents``: its num_agents, when already counted)."""
+    agents = record.num_agents if agents is None else agents
+    return ScenarioInfo(position, record.family, record.source, record.name, agents, size_class)
 
 
 def batch_key(records: list[ScenarioRecord], size_class: int) -> BucketKey:
@@ -98,11 +100,16 @@ def batch_key(records: list[ScenarioRecord], size_class: int) -> BucketKey:
     )
 
 
-def stack_batch(records: list[ScenarioRecord], size_class: int, padded_batch: int):
+def stack_batch(
+    records: list[ScenarioRecord], size_class: int, padded_batch: int, key: BucketKey | None = None
+):
     """Pad records to their bucket's classes (size_class agents; lanes, points and log steps
     from batching's classes, so each bucket has one shape and compiles once) and stack them,
-    with padding scenarios (valid=False) up to ``padded_batch``; leading axis padded_batch."""
-    return stack_bucket(records, batch_key(records, size_class), padded_batch)
+    with padding scenarios (valid=False) up to ``padded_batch``; leading axis padded_batch.
+    key: the records' common bucket key when known (saves recomputing it)."""
+    if key is None or key.agents != size_class:
+        key = batch_key(records, size_class)
+    return stack_bucket(records, key, padded_batch)
 
 
 class Planner:
@@ -181,49 +188,53 @@ class Planner:
                 bucket.append((position, record))
                 if len(bucket) == size:
                     del buckets[key]
-                    work = self._emit(ledger, window_id, key.agents, bucket, done, planned)
+                    work = self._emit(ledger, window_id, key.agents, bucket, done, planned, key)
                     if work is not None:
                         work.load_s, spent = work.load_s + spent, 0.0
                         yield work.batch_id, work
         rest = sorted(buckets.items(), key=lambda kv: kv[1][0][0])
-        groups = [(key.agents, bucket) for key, bucket in rest] + ([(0, failed)] if failed else [])
-        for size_class, bucket in groups:
-            work = self._emit(ledger, window_id, size_class, bucket, done, planned)
+        groups = [(key, bucket) for key, bucket in rest] + ([(None, failed)] if failed else [])
+        for key, bucket in groups:
+            size_class = 0 if key is None else key.agents
+            work = self._emit(ledger, window_id, size_class, bucket, done, planned, key)
             if work is not None:
                 yield work.batch_id, work
         ledger.record_plan(window_id, start, stop_pos, planned)
 
-    def _emit(self, ledger, window_id, size_class, bucket, done, planned) -> HostWork | None:
+    def _emit(self, ledger, window_id, size_class, bucket, done, planned, key=None) -> HostWork | None:
         batch = PlannedBatch(bucket[0][0], tuple(p for p, _ in bucket), size_class)
         planned.append(batch)
         if batch.batch_id in done:
             return None
         ledger.record_batch(window_id, batch)
         with Stopwatch() as sw:
-            work = self._build(batch, bucket)
+            work = self._build(batch, bucket, key)
         work.load_s = sw.seconds
         return work
 
-    def _build(self, batch: PlannedBatch, loaded: list) -> HostWork:
-        good = [(p, r) for p, r in loaded if isinstance(r, ScenarioRecord)]
+    def _build(self, batch: PlannedBatch, loaded: list, key: BucketKey | None = None) -> HostWork:
+        """HostWork of a batch: the stacked valid records (``key``: their common bucket, when
+        the plan knows it) and the failed ones."""
+        good = [(p, r, r.num_agents) for p, r in loaded if isinstance(r, ScenarioRecord)]
         failed = [
             (info, reason)
             for _, (info, reason) in ((p, r) for p, r in loaded if not isinstance(r, ScenarioRecord))
         ]
-        size_class = batch.size_class or (max(src.size_class(r.num_agents) for _, r in good) if good else 0)
+        size_class = batch.size_class or (max(src.size_class(n) for _, _, n in good) if good else 0)
         good_fit = []
-        for position, record in good:
-            if record.num_agents > size_class:
+        for position, record, agents in good:
+            if agents > size_class:
                 failed.append(
                     (
-                        _info(record, position, None),
-                        f"ValueError: num_agents {record.num_agents} > planned size class {size_class}",
+                        _info(record, position, None, agents),
+                        f"ValueError: num_agents {agents} > planned size class {size_class}",
                     )
                 )
             else:
-                good_fit.append((position, record))
+                good_fit.append((position, record, agents))
         scenario = None
         if good_fit:
-            scenario = stack_batch([r for _, r in good_fit], size_class, self.settings.padded_batch)
-        infos = [_info(r, p, size_class) for p, r in good_fit]
+            records = [r for _, r, _ in good_fit]
+            scenario = stack_batch(records, size_class, self.settings.padded_batch, key)
+        infos = [_info(r, p, size_class, n) for p, r, n in good_fit]
         return HostWork(batch.batch_id, size_class, scenario, infos, failed)

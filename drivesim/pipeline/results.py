@@ -150,7 +150,7 @@ def write_shard(table: pa.Table, directory: pathlib.Path, batch_id: int) -> path
     final = results / shard_name(batch_id)
     tmp = results / f".{final.name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd")
+        pq.write_table(table, fh, compression="snappy")
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, final)

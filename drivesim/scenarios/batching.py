@@ -4,6 +4,7 @@ into host batches (one shape per bucket, so each bucket compiles once)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -178,12 +179,165 @@ def bucket_key(sc: Scenario, cfg: BucketConfig = BucketConfig()) -> BucketKey:
 
 def stack_bucket(records: list[ScenarioRecord], key: BucketKey, batch_size: int | None = None) -> Scenario:
     """Pad records to ``key``'s shapes and stack; with ``batch_size``, append padding
-    scenarios (copies of the first with valid=False) up to it. Leading axis B."""
-    padded = [pad_scenario(r.scenario, key.agents, key.lanes, key.points, key.log_steps) for r in records]
+    scenarios (copies of the first with valid=False) up to it. Leading axis B.
+
+    Fills one preallocated array per field (the result equals padding each scenario with
+    ``pad_scenario`` and stacking, bit for bit); unusual inputs (mixed dtypes, shapes that do
+    not fit ``key``) take that per-scenario path, which also names what does not fit.
+    """
+    scenarios = [r.scenario for r in records]
+    try:
+        return _fill_bucket(scenarios, key, batch_size)
+    except _SlowPath:
+        return _pad_then_stack(scenarios, key, batch_size)
+
+
+def _pad_then_stack(scenarios: list[Scenario], key: BucketKey, batch_size: int | None) -> Scenario:
+    """The reference path of stack_bucket: pad each scenario, then stack every leaf."""
+    padded = [pad_scenario(sc, key.agents, key.lanes, key.points, key.log_steps) for sc in scenarios]
     if batch_size is not None and len(padded) < batch_size:
         filler = replace(padded[0], valid=np.asarray(False), scenario_id=np.asarray(-1, np.int32))
         padded += [filler] * (batch_size - len(padded))
     return stack_scenarios(padded)
+
+
+# --- vectorised padding + stacking (stack_bucket's fast path) --------------------------
+
+
+class _SlowPath(Exception):
+    """The fast path does not handle this input; use the per-scenario reference path."""
+
+
+def _rows(indices: list[int]):
+    """Index of the batch rows ``indices``: a slice when they run 0..k-1."""
+    if indices[-1] == len(indices) - 1:
+        return slice(0, len(indices))
+    return np.asarray(indices)
+
+
+def _gather(arrays: list[np.ndarray], indices: list[int], shape: tuple[int, ...]) -> np.ndarray:
+    """arrays[indices] (all of ``shape``) as one (len(indices), *shape) array."""
+    if len(indices) == 1:
+        return arrays[indices[0]][None]
+    return np.concatenate([arrays[i] for i in indices]).reshape(len(indices), *shape)
+
+
+def _by_shape(shapes: list[tuple[int, ...]]) -> dict[tuple[int, ...], list[int]]:
+    """Indices of the arrays of each shape (one group in the common equal-shape case)."""
+    if shapes.count(shapes[0]) == len(shapes):
+        return {shapes[0]: list(range(len(shapes)))}
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, shape in enumerate(shapes):
+        groups.setdefault(shape, []).append(i)
+    return groups
+
+
+def _fill_stack(arrays: list[np.ndarray], sizes: tuple[int, ...], fill, total: int, edge: bool = False):
+    """Stack ``arrays`` padded on their leading axes to ``sizes`` with ``fill``: (total, *sizes, *tail).
+
+    Rows past len(arrays) copy row 0 (padding scenarios). edge: the last padded axis repeats
+    each array's last entry instead (polyline points). Raises _SlowPath on mixed dtypes,
+    ranks or trailing shapes, or arrays larger than ``sizes``.
+    """
+    first = arrays[0]
+    rank, dtype, tail = len(sizes), first.dtype, first.shape[len(sizes) :]
+    if len({a.dtype for a in arrays}) > 1:
+        raise _SlowPath
+    groups = _by_shape([a.shape for a in arrays])
+    if any(len(shape) != first.ndim or shape[rank:] != tail for shape in groups):
+        raise _SlowPath
+    out = np.full((total, *sizes, *tail), fill, dtype)
+    for shape, indices in groups.items():
+        if any(s > t for s, t in zip(shape, sizes, strict=False)) or (edge and shape[rank - 1] == 0):
+            raise _SlowPath
+        block = _gather(arrays, indices, shape)
+        lead = tuple(slice(0, s) for s in shape[:rank])
+        rows = _rows(indices)
+        out[(rows, *lead)] = block
+        if edge and shape[rank - 1] < sizes[-1]:
+            last = block[(slice(None),) * rank + (slice(-1, None),)]
+            out[(rows, *lead[:-1], slice(shape[rank - 1], None))] = last
+    out[len(arrays) :] = out[0]
+    return out
+
+
+def _leaves(items: list, path: str) -> list[np.ndarray]:
+    """The leaf at dotted ``path`` of every item, as NumPy arrays."""
+    return list(map(np.asarray, map(attrgetter(path), items)))
+
+
+def _stack_plain(scenarios: list[Scenario], path: str, extra: list | None, total: int) -> np.ndarray:
+    """np.stack of an unpadded leaf, then the padding scenarios' leaves: ``extra`` (None:
+    the first scenario's) up to ``total`` rows."""
+    leaves = _leaves(scenarios, path)
+    fill = total - len(leaves)
+    return np.stack(leaves + ([leaves[0]] * fill if extra is None else [np.asarray(extra)] * fill))
+
+
+def _fill_bucket(scenarios: list[Scenario], key: BucketKey, batch_size: int | None) -> Scenario:
+    """stack_bucket by field: one preallocated array per leaf, each scenario slice-assigned."""
+    if not scenarios:
+        raise _SlowPath
+    total = max(len(scenarios), batch_size or 0)
+    lanes, grid = (key.lanes,), (key.lanes, key.points)
+
+    def padded(path, sizes, fill, edge=False):
+        return _fill_stack(_leaves(scenarios, path), sizes, fill, total, edge)
+
+    def plain(path, extra=None):
+        return _stack_plain(scenarios, path, extra, total)
+
+    def agent(name, fill):
+        return padded(name, (key.agents,), fill)
+
+    agents = AgentState(
+        **{k: agent("agents." + k, fill) for k, fill in _AGENT_FILL.items()}
+    )
+    road = RoadMap(
+        centers=padded("road.centers", grid, 0.0, edge=True),
+        widths=padded("road.widths", lanes, 0.0),
+        lane_valid=padded("road.lane_valid", lanes, False),
+        sort_axis=plain("road.sort_axis"),
+        conflict_xy=plain("road.conflict_xy"),
+        conflict_radius=plain("road.conflict_radius"),
+    )
+    return Scenario(
+        agents=agents,
+        idm=IDMParams(**{k: agent("idm." + k, IDM_DEFAULTS[k]) for k in IDM_DEFAULTS}),
+        stop_s=agent("stop_s", np.inf),
+        road=road,
+        ego_index=plain("ego_index"),
+        episode_length=plain("episode_length"),
+        scenario_id=plain("scenario_id", np.asarray(-1, np.int32)),
+        valid=plain("valid", np.asarray(False)),
+        log=_fill_logs(scenarios, key, total),
+    )
+
+
+# padding value of each AgentState field (as in pad_scenario)
+_AGENT_FILL = dict(
+    x=0.0, y=0.0, heading=0.0, speed=0.0, accel=0.0, length=1.0, width=1.0, valid=False, route=0
+)
+
+
+def _fill_logs(scenarios: list[Scenario], key: BucketKey, total: int) -> LogTrajectory | None:
+    """The stacked logs: (total, T, N[, 2]) padded with fill on time and agents."""
+    with_log = sum(sc.log is not None for sc in scenarios)
+    if with_log == 0:
+        return None
+    if with_log != len(scenarios) or key.log_steps is None:
+        raise _SlowPath
+    logs = [sc.log for sc in scenarios]
+    shape = (key.log_steps, key.agents)
+
+    def timed(name, fill):
+        return _fill_stack(_leaves(logs, name), shape, fill, total)
+
+    return LogTrajectory(
+        xy=timed("xy", 0.0), heading=timed("heading", 0.0), speed=timed("speed", 0.0),
+        valid=timed("valid", False),
+        replay=_fill_stack(_leaves(logs, "replay"), (key.agents,), False, total),
+    )
 
 
 class Bucketer:

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pytest
 from pipeline_helpers import COUNT, small_config
 
+from drivesim.parallel import determinism
 from drivesim.pipeline import results
 from drivesim.pipeline.campaign import run_campaign
 
@@ -42,7 +43,10 @@ def _done_batches(out: Path) -> int:
 
 def _start(out: Path) -> subprocess.Popen:
     code = WORKER.format(helpers=str(Path(__file__).parent), out=str(out))
-    env = os.environ | {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+    # the same devices and FMA-free programs as this process (tests/conftest.py), so the
+    # killed runs compute bit for bit what the reference run computes
+    flags = determinism.with_flag(os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"))
+    env = os.environ | {"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
     return subprocess.Popen(
         [sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
