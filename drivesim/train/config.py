@@ -41,6 +41,18 @@ class EnvConfig:
     length (steps of ``dt``). pool_size scenarios with ids [pool_start, pool_start + pool_size)
     are generated once on the host and kept on the devices; held-out evaluation uses ids
     outside that range. family_seed: the family's campaign seed.
+
+    sort_schedule: when the engine's odd-even re-sort pass runs (``SimConfig.resort_every``).
+    ``"episode"`` (default): driven by each episode's own step, exactly as
+    :func:`drivesim.core.rollout.rollout` does, so observations equal evaluation's bit for bit.
+    ``"global"`` (opt-in, faster): driven by one step counter shared by every environment, so the
+    engine's re-sort is a real branch under ``vmap`` (about 5x cheaper per step on CPU than a
+    per-environment predicate, which makes XLA run both branches). Episodes restart at
+    different times, so the schedule relative to an episode's start differs from evaluation's;
+    the order only affects which neighbours the observation lists first (and the window-overflow
+    diagnostic), never the physics. It lifts the env from ~0.25M to ~0.9M steps/s on CPU but
+    the whole update only ~5% (the PPO epochs dominate) and changed the learning outcome, so
+    it is not the default.
     """
 
     family: str = "highway"
@@ -51,6 +63,7 @@ class EnvConfig:
     family_seed: int = 0
     obs_neighbours: int = 6
     dt: float = 0.1
+    sort_schedule: str = "episode"
     reward: RewardConfig = field(default_factory=RewardConfig)
 
     @property
@@ -120,6 +133,9 @@ class TrainConfig:
         if self.checkpoint_every % self.chunk:
             raise ValueError(f"TrainConfig.checkpoint_every={self.checkpoint_every} must be a multiple of "
                              f"chunk={self.chunk}")
+        if self.env.sort_schedule not in ("global", "episode"):
+            raise ValueError(f"TrainConfig.env.sort_schedule={self.env.sort_schedule!r}: "
+                             "use 'global' or 'episode'")
         if self.env.pool_size < 1 or self.env.num_agents < 2:
             raise ValueError("TrainConfig.env: pool_size >= 1 and num_agents >= 2 required")
         return self

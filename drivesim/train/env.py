@@ -148,14 +148,18 @@ def reward_of(info, progress_gain: Array, cfg: EnvConfig) -> Array:
     )
 
 
-def physics_step(env: EnvState, unit_action: Array, cfg: EnvConfig):
+def physics_step(env: EnvState, unit_action: Array, cfg: EnvConfig, step_index: Array | None = None):
     """Advance one environment without reset: unit action (2,) in the actor's [-1, 1] space
-    -> (new SimState, observation (obs_size,), StepOutput)."""
+    -> (new SimState, observation (obs_size,), StepOutput).
+
+    step_index: unbatched () step counter shared by the whole batch, driving the engine's
+    re-sort when ``cfg.sort_schedule == "global"`` (see :class:`EnvConfig`); without it, or
+    with ``"episode"``, the episode's own step drives it (same schedule as evaluation)."""
     sim_cfg = cfg.sim
     accel, steer = behavior.action_from_unit(unit_action, sim_cfg)
-    # step_index = the episode's own step, so agents are re-sorted on the same schedule as in
-    # rollout/simulate and the observation (sorted-order neighbours) matches evaluation exactly.
-    extra = {"step_index": env.sim.t} if _HAS_STEP_INDEX else {}
+    if cfg.sort_schedule == "episode" or step_index is None:
+        step_index = env.sim.t
+    extra = {"step_index": step_index} if _HAS_STEP_INDEX else {}
     sim, info = advance(env.sim, env.scenario, sim_cfg, None, ego_action=(accel, steer), **extra)
     reward = reward_of(info, info.ego_progress - env.progress, cfg)
     ended = sim.t >= jnp.minimum(env.scenario.episode_length, sim_cfg.num_steps)
@@ -167,11 +171,13 @@ def physics_step(env: EnvState, unit_action: Array, cfg: EnvConfig):
 
 
 def env_step(
-    pool: ScenarioPool, env: EnvState, unit_action: Array, cfg: EnvConfig, num_envs: int
+    pool: ScenarioPool, env: EnvState, unit_action: Array, cfg: EnvConfig, num_envs: int,
+    step_index: Array | None = None,
 ) -> tuple[EnvState, Array, StepOutput]:
     """Step a batch of environments (B,) with unit actions (B, 2); environments whose episode
-    ended restart on their next pool scenario. Returns (EnvState, obs (B, obs_size), StepOutput)."""
-    sim, obs, out = jax.vmap(lambda e, a: physics_step(e, a, cfg))(env, unit_action)
+    ended restart on their next pool scenario. step_index: unbatched () counter shared by the
+    batch (see :func:`physics_step`). Returns (EnvState, obs (B, obs_size), StepOutput)."""
+    sim, obs, out = jax.vmap(lambda e, a: physics_step(e, a, cfg, step_index))(env, unit_action)
     episode = env.episode + out.done.astype(jnp.int32)
     fresh_sim, fresh_scenario, fresh_obs = _from_pool(
         pool, pool_index(env.env_id, episode, num_envs, pool.obs.shape[0])

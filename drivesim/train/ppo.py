@@ -106,25 +106,29 @@ def env_noise(key: Array, env_id: Array) -> Array:
     return jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(key, i), (2,)))(env_id)
 
 
-def collect(params, env: EnvState, obs: Array, key: Array, pool: ScenarioPool, cfg: TrainConfig):
+def collect(params, env: EnvState, obs: Array, key: Array, pool: ScenarioPool, cfg: TrainConfig,
+            first_step: Array | int = 0):
     """Roll the local environments for ``rollout_steps``; returns the final (env, obs) and
-    the Transition / StepOutput stacks (T, B, ...)."""
+    the Transition / StepOutput stacks (T, B, ...). first_step: replicated () index of the
+    run's first step of this rollout (the environments' shared re-sort counter)."""
     std = jnp.exp(params.log_std)
 
-    def step(carry, step_key):
+    def step(carry, xs):
+        step_key, step_index = xs
         env, obs = carry
         time_frac = time_fraction(env)
         mean = networks.actor_mean(params, obs)
         action = mean + std * env_noise(step_key, env.env_id)
         value = networks.critic_value(params, obs, time_frac)
-        new_env, new_obs, out = env_step(pool, env, action, cfg.env, cfg.ppo.num_envs)
+        new_env, new_obs, out = env_step(pool, env, action, cfg.env, cfg.ppo.num_envs, step_index)
         tr = Transition(obs=obs, time_frac=time_frac, action=action,
                         log_prob=networks.log_prob(params, mean, action), value=value,
                         reward=out.reward, done=out.done)
         return (new_env, new_obs), (tr, out)
 
     keys = jax.random.split(key, cfg.ppo.rollout_steps)
-    (env, obs), (traj, outs) = jax.lax.scan(step, (env, obs), keys)
+    steps = first_step + jnp.arange(cfg.ppo.rollout_steps, dtype=jnp.int32)
+    (env, obs), (traj, outs) = jax.lax.scan(step, (env, obs), (keys, steps))
     return env, obs, traj, outs
 
 
@@ -218,7 +222,8 @@ def episode_stats(outs, rewards: Array) -> dict:
 def one_update(state: TrainState, pool: ScenarioPool, cfg: TrainConfig, optimizer):
     """Collect a rollout, compute GAE, run the PPO epochs (per device, inside shard_map)."""
     key, k_roll, k_learn = jax.random.split(state.key, 3)
-    env, obs, traj, outs = collect(state.params, state.env, state.obs, k_roll, pool, cfg)
+    first_step = state.update * cfg.ppo.rollout_steps
+    env, obs, traj, outs = collect(state.params, state.env, state.obs, k_roll, pool, cfg, first_step)
     last_value = networks.critic_value(state.params, obs, time_fraction(env))
     advantages, returns = gae(traj, last_value, cfg.ppo.gamma, cfg.ppo.gae_lambda)
     params, opt_state, losses = learn(

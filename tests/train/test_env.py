@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -56,23 +58,43 @@ def test_hard_steering_goes_offroad_is_penalised_and_resets(pool):
     assert int(before.sim.t[0]) >= 1
 
 
+def _episode(pool, cfg, policy, num_envs: int = 8, offset: int = 0):
+    """One episode of the first ``num_envs`` pool scenarios under ``policy`` (obs -> unit action),
+    without resets; the shared re-sort counter starts at ``offset``. StepOutputs (T, B)."""
+    env, obs = env_reset(pool, jnp.arange(num_envs, dtype=jnp.int32), cfg.pool_size)
+
+    @jax.jit
+    def episode(env, obs):
+        def body(carry, i):
+            env, obs = carry
+            sim, new_obs, out = jax.vmap(lambda e, a: physics_step(e, a, cfg, i))(env, policy(obs))
+            env = env.__class__(**{**env.__dict__, "sim": sim, "progress": out.final_progress})
+            return (env, new_obs), out
+        steps = offset + jnp.arange(cfg.episode_steps, dtype=jnp.int32)
+        return jax.lax.scan(body, (env, obs), steps)[1]
+
+    return episode(env, obs)
+
+
 def test_mean_action_in_env_equals_engine_mlp_policy(pool):
-    """The deterministic trained policy in the env is what SimConfig(policy='mlp') runs."""
+    """The deterministic trained policy in the env is what SimConfig(policy='mlp') runs (with the
+    evaluation's per-episode re-sort schedule, ``sort_schedule="episode"``)."""
     p = tiny_config().ppo
     params = init_actor_critic(jax.random.PRNGKey(1), CFG.obs_size, p.hidden, p.init_log_std, 1.0)
     batch = jax.tree_util.tree_map(lambda x: x[:8], pool.scenarios)
     engine = simulate(batch, params.actor, CFG.sim)
-    env, obs = env_reset(pool, jnp.arange(8, dtype=jnp.int32), CFG.pool_size)
-
-    @jax.jit
-    def episode(env, obs):
-        def body(carry, _):
-            env, obs = carry
-            sim, new_obs, out = jax.vmap(lambda e, a: physics_step(e, a, CFG))(env, actor_mean(params, obs))
-            env = env.__class__(**{**env.__dict__, "sim": sim, "progress": out.final_progress})
-            return (env, new_obs), out
-        return jax.lax.scan(body, (env, obs), None, length=CFG.episode_steps)[1]
-
-    outs = episode(env, obs)
+    cfg = dataclasses.replace(CFG, sort_schedule="episode")
+    outs = _episode(pool, cfg, lambda obs: actor_mean(params, obs), offset=1)
     np.testing.assert_allclose(outs.final_progress[-1], engine.progress_m, rtol=1e-5, atol=1e-4)
     np.testing.assert_array_equal(np.any(outs.collided, axis=0), engine.ego_collided)
+
+
+def test_global_sort_schedule_keeps_the_physics(pool):
+    """Training's shared re-sort counter ("global", here out of phase with the episodes) only
+    changes the agents' storage order: fixed actions give the same episode as "episode"."""
+    action = lambda obs: jnp.tile(jnp.asarray([[0.3, 0.02]]), (obs.shape[0], 1))  # noqa: E731
+    episodic = _episode(pool, dataclasses.replace(CFG, sort_schedule="episode"), action)
+    shared = _episode(pool, dataclasses.replace(CFG, sort_schedule="global"), action, offset=1)
+    np.testing.assert_allclose(shared.final_progress, episodic.final_progress, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(shared.collided, episodic.collided)
+    np.testing.assert_array_equal(shared.offroad, episodic.offroad)
