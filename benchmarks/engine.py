@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/engine.py            # full: 4096 scenarios, 5 repeats
     .venv/bin/python benchmarks/engine.py --quick    # 512 scenarios, 3 repeats (smoke test)
 
-Each workload runs on one CPU device and on one CPU device per core (the batch sharded over
-them), in the same process: the process asks XLA for one CPU device per usable core.
+Each workload runs on one CPU device and on all of the process's CPU devices (the batch
+sharded over them), in the same process: the process asks XLA for
+drivesim.parallel.cpu_devices.DEVICES_PER_CORE devices per usable core, as the CLI does.
 
 Prints a Markdown table for BENCHMARKS.md (median agent-steps/s with p5..p95 and the 95% CI,
 scenarios/s, compile time) and the cost per agent-step at 128 vs 32 agents (target <= 1.5).
@@ -18,7 +19,7 @@ import sys
 
 from drivesim.parallel import cpu_devices
 
-cpu_devices.enable()  # before JAX starts: one CPU device per usable core
+cpu_devices.enable()  # before JAX starts: DEVICES_PER_CORE CPU devices per usable core
 
 from drivesim.bench.engine import EngineConfig, agent_step_cost_ratio, run_engine  # noqa: E402
 from drivesim.bench.harness import HarnessConfig  # noqa: E402

@@ -1,9 +1,10 @@
-"""One XLA CPU device per usable core.
+"""Several XLA CPU devices per usable core (DEVICES_PER_CORE).
 
-Measured here (BENCHMARKS.md): one CPU device leaves part of the second core idle on the
-engine's step loop (XLA:CPU splits only some loops across its thread pool), while one device
-per core runs the shards side by side: W32 through the sharding backend is about 1.8x faster
-on 2 cores. The device count of the host platform is fixed when JAX starts, so
+Measured here (BENCHMARKS.md, W32 on 2 cores): one CPU device runs the engine at about
+27-32 M agent-steps/s, because XLA:CPU splits each of the step loop's fusions over its
+thread pool with a barrier after each; 2 devices 34 M, 4 devices 38 M, 8 devices 45 M,
+16 devices 47 M: independent device programs on cache-sized shards run side by side without
+those barriers. The device count of the host platform is fixed when JAX starts, so
 :func:`enable` must run before anything touches a device (the CLI calls it first thing).
 """
 
@@ -15,6 +16,7 @@ import re
 
 log = logging.getLogger(__name__)
 
+DEVICES_PER_CORE = 4
 _COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
 
 
@@ -27,8 +29,9 @@ def usable_cores() -> int:
 
 
 def enable(count: int | None = None) -> int:
-    """Ask for ``count`` (default: usable cores) CPU devices unless ``XLA_FLAGS`` already
-    sets a count or JAX has started. Returns the count in force (0 if unknown)."""
+    """Ask for ``count`` (default: DEVICES_PER_CORE x usable cores) CPU devices unless
+    ``XLA_FLAGS`` already sets a count or JAX has started. Returns the count in force (0 if
+    unknown)."""
     flags = os.environ.get("XLA_FLAGS", "")
     found = _COUNT.findall(flags)
     if found:
@@ -38,6 +41,6 @@ def enable(count: int | None = None) -> int:
     if xla_bridge.backends_are_initialized():
         log.warning("cpu_devices: JAX already started; keeping its CPU device count")
         return 0
-    count = count or usable_cores()
+    count = count or DEVICES_PER_CORE * usable_cores()
     os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
     return count
