@@ -47,14 +47,6 @@ def pure_pursuit_tan(
     return 2.0 * wheelbase * lateral / dist2
 
 
-def pure_pursuit_steer(
-    x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array,
-    target_x: Array, target_y: Array, config: SimConfig,
-) -> Array:
-    """Steering angle toward a target point (pure pursuit); all arrays (N,)."""
-    return jnp.arctan(pure_pursuit_tan(x, y, cos_h, sin_h, length, target_x, target_y, config))
-
-
 def lookahead_distance(speed: Array, config: SimConfig) -> Array:
     """Pure-pursuit lookahead along the lane [m]: max(min_lookahead, lookahead_time * v)."""
     return jnp.maximum(config.min_lookahead, config.lookahead_time * speed)

@@ -15,20 +15,6 @@ import jax.numpy as jnp
 from drivesim.core.types import Array
 
 
-def shift(values: Array, offset: int, fill) -> Array:
-    """out[i] = values[i + offset] along axis 0, ``fill`` where i + offset is out of range."""
-    n = values.shape[0]
-    if offset == 0:
-        return values
-    pad_shape = (min(abs(offset), n),) + values.shape[1:]
-    pad = jnp.full(pad_shape, fill, values.dtype)
-    if abs(offset) >= n:
-        return pad
-    if offset > 0:
-        return jnp.concatenate([values[offset:], pad], axis=0)
-    return jnp.concatenate([pad, values[:offset]], axis=0)
-
-
 def padded(values: Array, width: int, fill) -> Array:
     """``values`` (N, ...) with ``width`` fill entries added before and after on axis 0.
 
@@ -193,47 +179,22 @@ def window_pair_hits(
     return hits
 
 
-COLLISION_SUMMARY_MODE = "encoded"  # A/B switch while tuning: encoded | separate
-
-
 def collision_summary(hits: list[Array], is_ego: Array) -> tuple[Array, Array]:
     """From :func:`window_pair_hits`: (overlapping pairs () int32, ego overlaps () bool).
 
-    Both come from ONE sum, pairs + 1024 * (pairs involving the ego) (pairs <= 6 * 128 <
-    1024), so XLA evaluates every overlap test once instead of once per consumer.
+    Both come from ONE sum, pairs + base * (pairs involving the ego) with base larger than
+    any pair count, so XLA evaluates every overlap test once instead of once per consumer.
     """
     n = is_ego.shape[0]
     window = len(hits)
+    base = window * n + 1
     ego_p = padded(is_ego, window, False)
-    if COLLISION_SUMMARY_MODE == "encoded":
-        code = jnp.zeros(is_ego.shape, jnp.int32)
-        for k, hit in enumerate(hits, start=1):
-            ego_pair = is_ego | view(ego_p, window, k, n)
-            code = code + jnp.where(hit, jnp.where(ego_pair, 1025, 1), 0)
-        total = jnp.sum(code)
-        return total % 1024, total >= 1024
-    pairs = sum(jnp.sum(h.astype(jnp.int32)) for h in hits)
-    ego_hit = jnp.zeros_like(is_ego)
+    code = jnp.zeros(is_ego.shape, jnp.int32)
     for k, hit in enumerate(hits, start=1):
-        ego_hit = ego_hit | (hit & (is_ego | view(ego_p, window, k, n)))
-    return pairs, jnp.any(ego_hit)
-
-
-def window_collisions(
-    x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array, width: Array,
-    valid: Array, window: int,
-) -> tuple[Array, Array]:
-    """Overlapping pairs among agents at most ``window`` apart in sorted order (N,).
-
-    Returns (collided: (N,) bool, any overlap involving the agent; pairs: () int32).
-    """
-    n = x.shape[0]
-    hits = window_pair_hits(x, y, cos_h, sin_h, length, width, valid, window)
-    collided = jnp.zeros_like(valid)
-    for k, hit in enumerate(hits, start=1):
-        collided = collided | hit | view(padded(hit, window, False), window, -k, n)
-    pairs = sum(jnp.sum(h.astype(jnp.int32)) for h in hits)
-    return collided, pairs
+        ego_pair = is_ego | view(ego_p, window, k, n)
+        code = code + jnp.where(hit, jnp.where(ego_pair, base + 1, 1), 0)
+    total = jnp.sum(code)
+    return total % base, total >= base
 
 
 def window_overflow(key: Array, valid: Array, reach: Array, window: int) -> Array:

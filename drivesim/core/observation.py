@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from drivesim.core.interactions import shift
+from drivesim.core.interactions import padded, view
 from drivesim.core.types import Array
 
 OBS_EGO_FEATURES = 4
@@ -14,6 +14,12 @@ OBS_NEIGHBOUR_FEATURES = 4
 def observation_size(neighbours: int) -> int:
     """Length of the observation vector for ``neighbours`` agents on each side."""
     return OBS_EGO_FEATURES + OBS_NEIGHBOUR_FEATURES * 2 * neighbours
+
+
+def at_ego(is_ego: Array, values: Array) -> Array:
+    """The ego's entry of ``values`` (N,) as (); a where, not a multiply: 0 * NaN in another
+    slot would leak."""
+    return jnp.sum(jnp.where(is_ego, values, jnp.zeros((), values.dtype)))
 
 
 def ego_observation(
@@ -27,21 +33,22 @@ def ego_observation(
     ``neighbours`` agents behind and ahead in the sorted order, by
     [dx / 50, dy / 50 in the ego frame, (v - v_ego) / 30, present (0/1)] (zeros when absent).
     """
-    def at_ego(values):  # where, not multiply: 0 * NaN in another slot would leak
-        return jnp.sum(jnp.where(is_ego, values, 0.0))
-
-    ex, ey, ev = at_ego(x), at_ego(y), at_ego(speed)
-    ec, es = at_ego(cos_h), at_ego(sin_h)
-    etx, ety = at_ego(tx), at_ego(ty)
+    n = x.shape[0]
+    ego = lambda values: at_ego(is_ego, values)  # noqa: E731
+    ex, ey, ev = ego(x), ego(y), ego(speed)
+    ec, es = ego(cos_h), ego(sin_h)
+    etx, ety = ego(tx), ego(ty)
     heading_error = jnp.arctan2(es * etx - ec * ety, ec * etx + es * ety)
-    features = [ev / 30.0, at_ego(lateral) / 2.0, heading_error, progress / 100.0]
+    features = [ev / 30.0, ego(lateral) / 2.0, heading_error, progress / 100.0]
+    xp, yp, sp = (padded(v, neighbours, 0.0) for v in (x, y, speed))
+    vp = padded(valid, neighbours, False)
     for k in [k for k in range(-neighbours, neighbours + 1) if k != 0]:
-        there = shift(valid, k, False)
-        present = at_ego(there.astype(x.dtype))
-        dx = at_ego(jnp.where(there, shift(x, k, 0.0), ex)) - ex
-        dy = at_ego(jnp.where(there, shift(y, k, 0.0), ey)) - ey
+        there = view(vp, neighbours, k, n)
+        present = ego(there.astype(x.dtype))
+        dx = ego(jnp.where(there, view(xp, neighbours, k, n), ex)) - ex
+        dy = ego(jnp.where(there, view(yp, neighbours, k, n), ey)) - ey
         fx = (dx * ec + dy * es) / 50.0
         fy = (-dx * es + dy * ec) / 50.0
-        dv = (at_ego(jnp.where(there, shift(speed, k, 0.0), ev)) - ev) / 30.0
+        dv = (ego(jnp.where(there, view(sp, neighbours, k, n), ev)) - ev) / 30.0
         features += [fx, fy, dv, present]
     return jnp.stack(features).astype(jnp.float32)

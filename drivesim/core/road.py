@@ -52,7 +52,7 @@ def lane_segments(centers: Array) -> RouteSegments:
     num_segments = length.shape[-1]
     index = jnp.arange(num_segments)
     last_real = jnp.max(jnp.where(ok, index, 0), axis=-1, keepdims=True)
-    lo = jnp.where(index == 0, -jnp.inf, 0.0) * jnp.ones_like(length)
+    lo = jnp.broadcast_to(jnp.where(index == 0, -jnp.inf, 0.0), length.shape)
     hi = jnp.where(index == last_real, jnp.inf, length)
     return RouteSegments(
         ax=a[..., 0],

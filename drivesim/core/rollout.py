@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core import behavior, interactions
-from drivesim.core.dynamics import bicycle_step_tan
+from drivesim.core.dynamics import bicycle_step
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
-from drivesim.core.observation import ego_observation
+from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.road import RouteSegments, agent_segments, on_road, point_at, project
 from drivesim.core.types import (
     Array,
@@ -29,13 +29,12 @@ from drivesim.core.types import (
     pytree_dataclass,
 )
 
-DYN_ROWS = ("x", "y", "heading", "cos_h", "sin_h", "speed", "accel", "valid")
 PROP_ROWS = (
     "length", "width", "lane_width", "stop_s", "v0", "T", "s0", "a", "b", "delta",
     "base_valid", "is_ego", "agent_id", "replay",
 )
 SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
-_BOOL_ROWS = {"valid", "base_valid", "is_ego", "replay"}
+_BOOL_ROWS = {"base_valid", "is_ego", "replay"}
 
 
 @pytree_dataclass
@@ -112,10 +111,6 @@ def _ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
     return list(jnp.sum(jnp.where(is_ego[None], stacked, 0.0), axis=1))
 
 
-def _at_ego(is_ego: Array, values: Array) -> Array:
-    return jnp.sum(jnp.where(is_ego, values, jnp.zeros((), values.dtype)))
-
-
 def reset(scenario: Scenario, config: SimConfig) -> SimState:
     """Initial SimState of one (unbatched) scenario: agents sorted along the road axis."""
     ag = scenario.agents
@@ -148,7 +143,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         agents=agents,
         **_leader_state(agents, proj, scenario, config),
         t=jnp.zeros((), jnp.int32),
-        ego_s0=_at_ego(agents.is_ego, proj.s),
+        ego_s0=at_ego(agents.is_ego, proj.s),
         reach=jnp.max(jnp.where(ag.valid, diag, 0.0)),
         metrics=init_metrics(),
     )
@@ -175,7 +170,7 @@ def _ego_controls(state, config, policy, proj, ego_pre):
 def observation_of(state: SimState, proj, config: SimConfig) -> Array:
     """Ego observation of a SimState (see drivesim.core.observation)."""
     a = state.agents
-    progress = _at_ego(a.is_ego, proj.s) - state.ego_s0
+    progress = at_ego(a.is_ego, proj.s) - state.ego_s0
     return ego_observation(
         a.x, a.y, a.cos_h, a.sin_h, a.speed, a.valid, a.is_ego, proj.d, proj.tx, proj.ty,
         progress, config.obs_neighbours,
@@ -285,7 +280,7 @@ def advance(
         accel = jnp.clip(jnp.where(a.is_ego, ego_accel, accel), config.min_accel, config.max_accel)
         tan_steer = jnp.where(a.is_ego, ego_tan, lane_tan)
     with jax.named_scope("dynamics"):
-        x, y, heading, speed = bicycle_step_tan(
+        x, y, heading, speed = bicycle_step(
             a.x, a.y, a.heading, a.cos_h, a.sin_h, a.speed, a.length, accel, tan_steer, config
         )
         valid = a.valid
