@@ -33,10 +33,8 @@ def _join_processes(coordinator: str | None, num_processes: int | None, process_
     ):
         if value is not None:
             os.environ[name] = str(value)
-    try:
-        from drivesim.parallel.distributed import initialize
-    except ImportError:
-        return
+    from drivesim.parallel.distributed import initialize
+
     initialize()
 
 
@@ -136,12 +134,13 @@ def register(app: typer.Typer) -> None:
         if resume:
             if target is None:
                 raise typer.BadParameter("--resume needs the campaign directory: drivesim run --resume DIR")
+            stored = read_config(target)
             config = dataclasses.replace(
-                read_config(target),
+                stored,
                 out=str(target),
                 backend=backend,
                 devices=devices,
-                chunk=_chunk(chunk) if chunk is not None else read_config(target).chunk,
+                chunk=_chunk(chunk) if chunk is not None else stored.chunk,
             )
         else:
             demo = not source and count is None
@@ -218,6 +217,7 @@ def _run(config, live_html: bool) -> None:
     from rich.console import Console
 
     from drivesim.pipeline.campaign import resolve_sources, run_campaign
+    from drivesim.report.live import LiveView
 
     console = Console(stderr=True)
     config = resolve_sources(config)
@@ -225,7 +225,7 @@ def _run(config, live_html: bool) -> None:
         console.print(f"[yellow]note:[/yellow] {note}")
     console.print(f"campaign [bold]{config.out}[/bold]: {', '.join(config.sources)}")
     server = _start_server(config.out, console) if live_html else None
-    view = _live_view(console)
+    view = LiveView(console=console, title="scenarios")
     try:
         with view:
             result = run_campaign(config, progress=view.update)
@@ -245,45 +245,6 @@ def _run(config, live_html: bool) -> None:
 
     if jax.process_index() == 0:  # one dashboard per multi-process campaign
         _write_dashboard(config.out, console)
-
-
-def _live_view(console):
-    try:
-        from drivesim.report.live import LiveView
-    except ImportError:
-        return _PlainProgress(console)
-    return LiveView(console=console, title="scenarios")
-
-
-class _PlainProgress:
-    """rich progress bar with live scenarios/s (used when drivesim.report.live is absent)."""
-
-    def __init__(self, console):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            console=console,
-        )
-        self.task = self.progress.add_task("run", total=None, rate="")
-
-    def __enter__(self):
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.progress.stop()
-
-    def update(self, event) -> None:
-        self.progress.update(
-            self.task,
-            completed=event.done,
-            total=event.total,
-            rate=f"{event.scenarios_per_s:,.1f} scenarios/s, {event.failed} failed",
-        )
 
 
 def _start_server(directory, console):

@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import jax
 
@@ -104,11 +104,9 @@ def resolve_sources(config: CampaignConfig) -> CampaignConfig:
     """Fill in the demo sources when none are given (notes say what was skipped)."""
     if config.sources:
         return config
-    import dataclasses
-
     specs, notes = src.demo_sources()
     max_agents = config.max_agents or (src.DEMO_MAX_AGENTS if config.agents is None else None)
-    return dataclasses.replace(config, sources=specs, notes=tuple(notes), max_agents=max_agents)
+    return replace(config, sources=specs, notes=tuple(notes), max_agents=max_agents)
 
 
 def _positions(total: int) -> tuple[range, int]:

@@ -55,10 +55,6 @@ class Prefetcher:
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
-    @property
-    def stop_event(self) -> threading.Event:
-        return self._stop
-
     def _put(self, item) -> bool:
         """Put unless stopped; returns False when the consumer has gone."""
         while not self._stop.is_set():

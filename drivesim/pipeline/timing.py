@@ -10,7 +10,7 @@ overlap, so their sum over batches exceeds the wall time when the pipeline works
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass
@@ -26,15 +26,7 @@ class PhaseTimes:
     wall_end: float | None = None
 
     def as_dict(self) -> dict:
-        return dict(
-            load_s=self.load_s,
-            h2d_s=self.h2d_s,
-            compute_s=self.compute_s,
-            d2h_s=self.d2h_s,
-            write_s=self.write_s,
-            wall_start=self.wall_start,
-            wall_end=self.wall_end,
-        )
+        return asdict(self)
 
 
 class Stopwatch:
