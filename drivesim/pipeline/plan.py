@@ -14,12 +14,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from drivesim.pipeline import sources as src
+from drivesim.core.validate import validate_scenario
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
 from drivesim.pipeline.results import ScenarioInfo
 from drivesim.pipeline.timing import Stopwatch
-from drivesim.scenarios.batching import BucketKey, bucket_key, stack_bucket
+from drivesim.scenarios.batching import BucketGroups, BucketKey, bucket_key, size_class, stack_bucket
 from drivesim.scenarios.record import ScenarioRecord
+from drivesim.scenarios.sources import ScenarioSource
 
 
 @dataclass
@@ -50,23 +51,14 @@ class PlanSettings:
     loader_threads: int
 
 
-def _source_validates(source) -> bool:
-    """True for drivesim's own sources, whose ``load`` already validates (their contract)."""
-    try:
-        from drivesim.scenarios.sources import ScenarioSource
-    except ImportError:
-        return False
-    return isinstance(source, ScenarioSource)
-
-
-def _load(source, position: int, validated: bool = False):
+def _load(source, position: int, validated: bool):
     """``(record, bucket key)`` of a valid scenario, or (info, reason) when loading or
     validation fails (or no padding class fits)."""
     name = getattr(source, "name", "source")
     try:
         record = source.load(position)
         if not validated:
-            src.validate(record, where=f"{record.source} scenario {position} ({record.name})")
+            validate_scenario(record.scenario, where=f"{record.source} scenario {position} ({record.name})")
         return record, bucket_key(record.scenario)
     except Exception as exc:  # noqa: BLE001 - a bad scenario is recorded, the campaign goes on
         info = ScenarioInfo(
@@ -118,7 +110,8 @@ class Planner:
 
     def __init__(self, source, directory, settings: PlanSettings, positions: range):
         self.source, self.directory, self.settings, self.positions = source, directory, settings, positions
-        self.validated = _source_validates(source)
+        # drivesim's own sources validate in ``load`` (their contract); others are validated here
+        self.validated = isinstance(source, ScenarioSource)
 
     def windows(self) -> list[tuple[int, int, int]]:
         """(window_id, start, stop) over this process's positions: windows of
@@ -168,7 +161,7 @@ class Planner:
     def _plan(self, ledger: Ledger, window_id: int, start: int, stop_pos: int, pool, stop):
         size = self.settings.batch_size
         done = ledger.done_ids(window_id)
-        buckets: dict[BucketKey, list] = {}
+        buckets = BucketGroups(size)
         failed: list = []
         planned: list[PlannedBatch] = []
         chunk = max(size, 64)
@@ -184,15 +177,13 @@ class Planner:
                     failed.append((position, item))
                     continue
                 record, key = item
-                bucket = buckets.setdefault(key, [])
-                bucket.append((position, record))
-                if len(bucket) == size:
-                    del buckets[key]
+                bucket = buckets.add(key, (position, record))
+                if bucket is not None:
                     work = self._emit(ledger, window_id, key.agents, bucket, done, planned, key)
                     if work is not None:
                         work.load_s, spent = work.load_s + spent, 0.0
                         yield work.batch_id, work
-        rest = sorted(buckets.items(), key=lambda kv: kv[1][0][0])
+        rest = sorted(buckets.drain(), key=lambda kv: kv[1][0][0])
         groups = [(key, bucket) for key, bucket in rest] + ([(None, failed)] if failed else [])
         for key, bucket in groups:
             size_class = 0 if key is None else key.agents
@@ -216,25 +207,17 @@ class Planner:
         """HostWork of a batch: the stacked valid records (``key``: their common bucket, when
         the plan knows it) and the failed ones."""
         good = [(p, r, r.num_agents) for p, r in loaded if isinstance(r, ScenarioRecord)]
-        failed = [
-            (info, reason)
-            for _, (info, reason) in ((p, r) for p, r in loaded if not isinstance(r, ScenarioRecord))
+        failed = [r for _, r in loaded if not isinstance(r, ScenarioRecord)]
+        agent_class = batch.size_class or (size_class(max(n for _, _, n in good)) if good else 0)
+        good_fit = [(p, r, n) for p, r, n in good if n <= agent_class]
+        failed += [
+            (_info(r, p, None, n), f"ValueError: num_agents {n} > planned size class {agent_class}")
+            for p, r, n in good
+            if n > agent_class
         ]
-        size_class = batch.size_class or (max(src.size_class(n) for _, _, n in good) if good else 0)
-        good_fit = []
-        for position, record, agents in good:
-            if agents > size_class:
-                failed.append(
-                    (
-                        _info(record, position, None, agents),
-                        f"ValueError: num_agents {agents} > planned size class {size_class}",
-                    )
-                )
-            else:
-                good_fit.append((position, record, agents))
         scenario = None
         if good_fit:
             records = [r for _, r, _ in good_fit]
-            scenario = stack_batch(records, size_class, self.settings.padded_batch, key)
-        infos = [_info(r, p, size_class, n) for p, r, n in good_fit]
-        return HostWork(batch.batch_id, size_class, scenario, infos, failed)
+            scenario = stack_batch(records, agent_class, self.settings.padded_batch, key)
+        infos = [_info(r, p, agent_class, n) for p, r, n in good_fit]
+        return HostWork(batch.batch_id, agent_class, scenario, infos, failed)

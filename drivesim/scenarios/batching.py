@@ -340,6 +340,40 @@ def _fill_logs(scenarios: list[Scenario], key: BucketKey, total: int) -> LogTraj
     )
 
 
+class BucketGroups:
+    """Items grouped by BucketKey: ``add`` hands a group back (and forgets it) once it holds
+    ``size`` items; ``drain`` hands back the partial groups, the one whose first item came
+    first leading. The grouping of both the Bucketer and the campaign planner
+    (drivesim.pipeline.plan), which differ in what they do with a group."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._groups: dict[BucketKey, list] = {}
+
+    def __len__(self) -> int:
+        """Items held (in partial groups)."""
+        return sum(len(v) for v in self._groups.values())
+
+    def add(self, key: BucketKey, item) -> list | None:
+        """Append ``item`` to its group; the group's items when that made it full, else None."""
+        items = self._groups.setdefault(key, [])
+        items.append(item)
+        if len(items) < self.size:
+            return None
+        del self._groups[key]
+        return items
+
+    def drain(self) -> list[tuple[BucketKey, list]]:
+        """(key, items) of every partial group, oldest first, and forget them."""
+        rest = list(self._groups.items())
+        self._groups.clear()
+        return rest
+
+
+def _key_order(key: BucketKey) -> tuple[int, int, int, int]:
+    return (key.agents, key.lanes, key.points, key.log_steps or 0)
+
+
 class Bucketer:
     """Groups scenarios by BucketKey and emits full HostBatches of ``batch_size``.
 
@@ -354,29 +388,23 @@ class Bucketer:
         self.batch_size = batch_size
         self.config = config
         self.pad_partial = pad_partial
-        self._pending: dict[BucketKey, list[tuple[ScenarioRecord, int]]] = {}
+        self._groups = BucketGroups(batch_size)
 
     @property
     def pending(self) -> int:
         """Scenarios added but not yet emitted."""
-        return sum(len(v) for v in self._pending.values())
+        return len(self._groups)
 
     def add(self, record: ScenarioRecord, position: int) -> list[HostBatch]:
         """Queue one scenario; raises ScenarioError if it fits no class."""
         key = bucket_key(record.scenario, self.config)
-        items = self._pending.setdefault(key, [])
-        items.append((record, position))
-        if len(items) < self.batch_size:
-            return []
-        del self._pending[key]
-        return [self._make(key, items)]
+        full = self._groups.add(key, (record, position))
+        return [] if full is None else [self._make(key, full)]
 
     def flush(self) -> list[HostBatch]:
         """Emit every non-empty bucket (smallest agent class first) and empty the Bucketer."""
-        keys = sorted(self._pending, key=lambda k: (k.agents, k.lanes, k.points, k.log_steps or 0))
-        batches = [self._make(k, self._pending[k]) for k in keys]
-        self._pending.clear()
-        return batches
+        rest = sorted(self._groups.drain(), key=lambda kv: _key_order(kv[0]))
+        return [self._make(key, items) for key, items in rest]
 
     def _make(self, key: BucketKey, items) -> HostBatch:
         records = [r for r, _ in items]
