@@ -6,14 +6,19 @@ measured apart; warm-up calls are excluded; rates are summarised over the repeat
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import jax
 
 from drivesim.bench.harness import HarnessConfig, Work, environment, measure, throughput
 from drivesim.bench.memory import memory_fields
-from drivesim.bench.records import BenchRecord
+from drivesim.bench.records import BenchRecord, rate_line
 from drivesim.bench.workloads import W32, Workload, make_batch, sim_config
+
+DEFAULT_AGENTS = (8, 32, 128)
+COST_RATIO_TARGET = 1.5  # cost per agent-step at 128 vs 32 agents
 
 
 @dataclass(frozen=True)
@@ -66,3 +71,41 @@ def agent_step_cost_ratio(large: BenchRecord, small: BenchRecord) -> float:
     """Cost per agent-step of ``large`` relative to ``small`` (e.g. 128 vs 32 agents):
     thr_small / thr_large in agent-steps/s; the engine target is <= 1.5."""
     return small.rate("agent_steps_per_s") / large.rate("agent_steps_per_s")
+
+
+def run_engine_sweep(agents: Iterable[int], scenarios: int, steps: int, harness: HarnessConfig,
+                     device_counts: Iterable[int | None] = (None,),
+                     log: Callable[[str], None] | None = None) -> tuple[list[BenchRecord], dict[int, float]]:
+    """``run_engine`` on ``scenarios`` x n agents x ``steps`` for every device count (None:
+    all devices) and every n in ``agents``; returns the records and, per device count that has
+    both 32 and 128 agents, the cost ratio 128 vs 32 (also stored in the 128-agent record's
+    ``extra["cost_ratio_vs_32"]``)."""
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    agents = list(agents)
+    records = []
+    for devices in device_counts:
+        for n in agents:
+            where = f"{devices} device(s)" if devices else "all devices"
+            log(f"engine: {scenarios} x {n} agents x {steps} steps on {where} ...")
+            records.append(run_engine(EngineConfig(Workload(scenarios, n, steps), harness, devices=devices)))
+            log("  " + rate_line(records[-1]))
+    ratios = {}
+    for count in dict.fromkeys(r.device_count for r in records):
+        by_agents = {r.agents: r for r in records if r.device_count == count}
+        if 32 in by_agents and 128 in by_agents:
+            ratios[count] = agent_step_cost_ratio(by_agents[128], by_agents[32])
+            by_agents[128].extra["cost_ratio_vs_32"] = ratios[count]
+    return records, ratios
+
+
+def markdown_table(records: list[BenchRecord]) -> str:
+    """The engine records as a Markdown table (for BENCHMARKS.md), one row per record."""
+    lines = ["| workload | devices | agent-steps/s (median) | p5 .. p95 | 95% CI | scenarios/s | compile s |",
+             "|---|---|---|---|---|---|---|"]
+    for r in records:
+        a, s = r.agent_steps_per_s, r.scenarios_per_s
+        lines.append(f"| {r.workload} | {r.device_count} | {a['median'] / 1e6:.2f} M "
+                     f"| {a['p5'] / 1e6:.2f} .. {a['p95'] / 1e6:.2f} M "
+                     f"| {a['ci_low'] / 1e6:.2f} .. {a['ci_high'] / 1e6:.2f} M | {s['median']:,.0f} "
+                     f"| {r.compile_s:.1f} |")
+    return "\n".join(lines)

@@ -10,8 +10,16 @@ from typing import Annotated
 
 import typer
 
+from drivesim.parallel.cpu_devices import DEVICES_PER_CORE
+
 DEFAULT_OUT = Path("runs/bench")
 OUT_HELP = "output directory: records go to OUT/bench/*.jsonl (scale: OUT/scale/*.jsonl)"
+
+# Options declared alike by several commands.
+JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object per result on stdout")]
+OutOpt = Annotated[Path, typer.Option(help=OUT_HELP)]
+StepsOpt = Annotated[int, typer.Option(help="steps per scenario")]
+AgentsOpt = Annotated[int, typer.Option(help="agents per scenario")]
 
 
 def _err(msg: str) -> None:
@@ -42,14 +50,6 @@ def _dashboard(out: Path) -> None:
         _err(f"dashboard not written: {exc}")
 
 
-def _rate_line(record) -> str:
-    s, a = record.scenarios_per_s, record.agent_steps_per_s
-    return (f"{record.workload:<22} {s['median']:>12,.1f} scen/s [{s['p5']:,.1f} .. {s['p95']:,.1f}]"
-            f"  {a['median'] / 1e6:>9.2f} M agent-steps/s"
-            f"  (95% CI {a['ci_low'] / 1e6:.2f}..{a['ci_high'] / 1e6:.2f})"
-            + (f"  compile {record.compile_s:.1f} s" if record.compile_s is not None else ""))
-
-
 bench_app = typer.Typer(help="Benchmarks: engine, pipeline, memory.", no_args_is_help=True)
 
 
@@ -58,31 +58,24 @@ def engine(
     agents: Annotated[list[int] | None,
                       typer.Option("--agents", help="agents (repeatable; default 8, 32, 128)")] = None,
     scenarios: Annotated[int, typer.Option(help="scenarios per batch")] = 4096,
-    steps: Annotated[int, typer.Option(help="steps per scenario")] = 80,
+    steps: StepsOpt = 80,
     repeats: Annotated[int, typer.Option(help="timed repeats (warm-up excluded)")] = 5,
     warmup: Annotated[int, typer.Option(help="untimed warm-up calls")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="one JSON object per result on stdout")] = False,
-    out: Annotated[Path, typer.Option(help=OUT_HELP)] = DEFAULT_OUT,
+    json_out: JsonOpt = False,
+    out: OutOpt = DEFAULT_OUT,
     devices: Annotated[int | None, typer.Option(
-        help="devices to shard the batch over (default: all; the CLI makes one CPU device per core)")] = None,
+        help=f"devices to shard the batch over (default: all; the CLI makes {DEVICES_PER_CORE} CPU "
+             "devices per core)")] = None,
 ) -> None:
     """Engine throughput of `simulate` (W32 = 4096 highway x 32 agents x 80 steps; also 8, 128)."""
-    from drivesim.bench.engine import EngineConfig, agent_step_cost_ratio, run_engine
+    from drivesim.bench.engine import COST_RATIO_TARGET, DEFAULT_AGENTS, run_engine_sweep
     from drivesim.bench.harness import HarnessConfig
-    from drivesim.bench.workloads import Workload
 
-    agents = agents or [8, 32, 128]
     harness = HarnessConfig(repeats=repeats, warmup=warmup)
-    records = []
-    for n in agents:
-        _err(f"engine: {scenarios} x {n} agents x {steps} steps ...")
-        records.append(run_engine(EngineConfig(Workload(scenarios, n, steps), harness, devices=devices)))
-        _err("  " + _rate_line(records[-1]))
-    by_agents = {r.agents: r for r in records}
-    if 32 in by_agents and 128 in by_agents:
-        ratio = agent_step_cost_ratio(by_agents[128], by_agents[32])
-        by_agents[128].extra["cost_ratio_vs_32"] = ratio
-        _err(f"cost per agent-step, 128 vs 32 agents: {ratio:.2f}x (target <= 1.5)")
+    records, ratios = run_engine_sweep(agents or DEFAULT_AGENTS, scenarios, steps, harness, [devices],
+                                       log=_err)
+    for ratio in ratios.values():
+        _err(f"cost per agent-step, 128 vs 32 agents: {ratio:.2f}x (target <= {COST_RATIO_TARGET})")
     _emit(records, out, "bench", "engine", json_out)
     _dashboard(out)
 
@@ -90,23 +83,24 @@ def engine(
 @bench_app.command("pipeline")
 def pipeline(
     count: Annotated[int, typer.Option(help="scenarios per campaign")] = 1024,
-    agents: Annotated[int, typer.Option(help="agents per scenario")] = 32,
-    steps: Annotated[int, typer.Option(help="steps per scenario")] = 80,
+    agents: AgentsOpt = 32,
+    steps: StepsOpt = 80,
     batch_size: Annotated[int, typer.Option(help="scenarios per batch")] = 256,
     repeats: Annotated[int, typer.Option(help="timed campaigns")] = 3,
     loader_threads: Annotated[int, typer.Option(help="loader threads")] = 2,
     prefetch: Annotated[int, typer.Option(help="prefetch depth (batches)")] = 4,
-    json_out: Annotated[bool, typer.Option("--json", help="one JSON object per result on stdout")] = False,
-    out: Annotated[Path, typer.Option(help=OUT_HELP)] = DEFAULT_OUT,
+    json_out: JsonOpt = False,
+    out: OutOpt = DEFAULT_OUT,
 ) -> None:
     """Run a small campaign through the pipeline; phase breakdown and bottleneck verdict."""
     from drivesim.bench.pipeline import PipelineBenchConfig, run_pipeline_bench
+    from drivesim.bench.records import rate_line
 
     config = PipelineBenchConfig(count=count, agents=agents, steps=steps, batch_size=batch_size,
                                  repeats=repeats, loader_threads=loader_threads, prefetch=prefetch,
                                  work_dir=str(out / "pipeline"))
     record, found = run_pipeline_bench(config, log=_err)
-    _err("  " + _rate_line(record))
+    _err("  " + rate_line(record))
     for name, seconds in record.phases.items():
         if seconds is not None:
             _err(f"  {name:<8} {seconds:8.3f} s")
@@ -120,11 +114,11 @@ def pipeline(
 @bench_app.command("memory")
 def memory(
     sizes: Annotated[str, typer.Option(help="batch sizes, comma-separated")] = "64,256,1024,4096",
-    agents: Annotated[int, typer.Option(help="agents per scenario")] = 32,
-    steps: Annotated[int, typer.Option(help="steps per scenario")] = 80,
+    agents: AgentsOpt = 32,
+    steps: StepsOpt = 80,
     repeats: Annotated[int, typer.Option(help="timed repeats per size")] = 5,
-    json_out: Annotated[bool, typer.Option("--json", help="one JSON object per result on stdout")] = False,
-    out: Annotated[Path, typer.Option(help=OUT_HELP)] = DEFAULT_OUT,
+    json_out: JsonOpt = False,
+    out: OutOpt = DEFAULT_OUT,
 ) -> None:
     """Batch-size sweep: throughput and compiled/device/host memory against batch size, knee marked."""
     from drivesim.bench.memory import SweepConfig, sweep_batch_sizes
@@ -142,13 +136,13 @@ def scale(
     mode: Annotated[str, typer.Option(help="strong (fixed total work) | weak (fixed per device)")] = "strong",
     max_devices: Annotated[int | None, typer.Option(help="largest device count (default: all)")] = None,
     scenarios: Annotated[int, typer.Option(help="total scenarios (strong) or per device (weak)")] = 4096,
-    agents: Annotated[int, typer.Option(help="agents per scenario")] = 32,
-    steps: Annotated[int, typer.Option(help="steps per scenario")] = 80,
+    agents: AgentsOpt = 32,
+    steps: StepsOpt = 80,
     repeats: Annotated[int, typer.Option(help="timed repeats per device count")] = 5,
     price: Annotated[float | None, typer.Option(help="USD per device-hour (default: by device kind)")] = None,
     engine: Annotated[str, typer.Option(help="executor (run path) | simulate (bare core)")] = "executor",
-    json_out: Annotated[bool, typer.Option("--json", help="one JSON object per result on stdout")] = False,
-    out: Annotated[Path, typer.Option(help=OUT_HELP)] = DEFAULT_OUT,
+    json_out: JsonOpt = False,
+    out: OutOpt = DEFAULT_OUT,
 ) -> None:
     """Strong/weak scaling over 1, 2, 4, ... devices (CPU: pinned processes), with Amdahl fit and cost."""
     from drivesim.bench.scaling import ScaleConfig, run_scaling
@@ -174,11 +168,11 @@ def scale(
 def profile(
     out: Annotated[Path, typer.Option(help="output directory: trace in OUT/profile/trace")] = DEFAULT_OUT,
     scenarios: Annotated[int, typer.Option(help="scenarios")] = 1024,
-    agents: Annotated[int, typer.Option(help="agents per scenario")] = 32,
-    steps: Annotated[int, typer.Option(help="steps per scenario")] = 80,
+    agents: AgentsOpt = 32,
+    steps: StepsOpt = 80,
     devices: Annotated[int | None, typer.Option(help="local devices to shard over (default: all)")] = None,
     repeats: Annotated[int, typer.Option(help="traced calls")] = 3,
-    json_out: Annotated[bool, typer.Option("--json", help="one JSON object per result on stdout")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Trace `simulate` with jax.profiler (open in Perfetto/TensorBoard); print per-device busy."""
     from drivesim.bench.harness import environment
