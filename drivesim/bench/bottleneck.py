@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The per-batch phases, in pipeline order: the ``<phase>_s`` fields of
+# drivesim.pipeline.timing.PhaseTimes and columns of the ledger's ``phases`` table.
 PHASES = ("load", "h2d", "compute", "d2h", "write")
 CATEGORIES = {
     "input-bound": ("load",),

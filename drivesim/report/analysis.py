@@ -9,8 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-PHASES = (("load_s", "load"), ("h2d_s", "transfer"), ("compute_s", "compute"),
-          ("d2h_s", "return"), ("write_s", "write"))
+from drivesim.bench.bottleneck import PHASES as PHASE_NAMES
+
+PHASE_LABELS = {"load": "load", "h2d": "transfer", "compute": "compute", "d2h": "return", "write": "write"}
+PHASES = tuple((f"{name}_s", PHASE_LABELS[name]) for name in PHASE_NAMES)  # (ledger column, label)
 
 RECOMMENDATIONS = {
     "load": "Loading is the bottleneck: add loader threads, prefer the Parquet scenario store to XML "

@@ -18,8 +18,6 @@ from urllib.parse import quote
 
 from drivesim.report.outcomes import Outcomes, load_outcomes
 
-PHASE_COLUMNS = ("load_s", "h2d_s", "compute_s", "d2h_s", "write_s")
-
 
 @dataclass
 class CampaignData:

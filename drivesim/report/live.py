@@ -26,8 +26,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-PHASE_NAMES = (("load_s", "load"), ("h2d_s", "transfer"), ("compute_s", "compute"), ("d2h_s", "return"),
-               ("write_s", "write"))
+from drivesim.pipeline.timing import host_rss_bytes
+from drivesim.report.analysis import PHASES
+
 RATE_WINDOW = 8
 
 
@@ -97,7 +98,7 @@ class LiveView:
             s.phases = phases if isinstance(phases, dict) else phases.as_dict()
             s.batches += 1
         s.device_bytes = field_of(event, "device_bytes", "device_bytes_in_use") or _device_bytes()
-        s.host_rss_bytes = field_of(event, "host_rss_bytes") or _host_rss()
+        s.host_rss_bytes = field_of(event, "host_rss_bytes") or host_rss_bytes()
         s.last_error = field_of(event, "error", default=s.last_error)
         self._recent.append((time.perf_counter(), s.done))
         s.rate_now = _rate(self._recent) if len(self._recent) > 1 else s.rate_mean
@@ -116,7 +117,7 @@ def stats_table(s: LiveState) -> Table:
     table.add_column()
     table.add_row("scenarios/s", f"now {s.rate_now:,.1f}   mean {s.rate_mean:,.1f}")
     if s.phases:
-        parts = [f"{label} {_seconds(s.phases.get(key))}" for key, label in PHASE_NAMES]
+        parts = [f"{label} {_seconds(s.phases.get(key))}" for key, label in PHASES]
         table.add_row("last batch", "   ".join(parts))
     memory = []
     if s.device_bytes:
@@ -169,11 +170,3 @@ def _device_bytes() -> int | None:
     except Exception:  # noqa: BLE001 - a backend without memory stats must not break the view
         return None
     return total if seen else None
-
-
-def _host_rss() -> int | None:
-    try:
-        import psutil
-    except ImportError:
-        return None
-    return int(psutil.Process().memory_info().rss)
