@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from drivesim.pipeline.ledger import LEDGER_NAME, PHASE_COLUMNS, SCHEMA
 from drivesim.report.dashboard import render_dashboard
 from drivesim.report.data import load_campaign
 
@@ -29,13 +30,11 @@ def write_campaign(root: Path, rows: int, batches: int) -> None:
     rng = np.random.default_rng(0)
     per = rows // batches
     (root / "results").mkdir(parents=True)
-    con = sqlite3.connect(root / "ledger.sqlite")
-    con.execute("CREATE TABLE phases(batch_id INTEGER PRIMARY KEY, num_scenarios INTEGER, size_class INTEGER,"
-                " wall_start REAL, wall_end REAL, load_s REAL, h2d_s REAL, compute_s REAL, d2h_s REAL,"
-                " write_s REAL, compiled_bytes INTEGER, device_bytes_in_use INTEGER,"
-                " device_peak_bytes INTEGER, host_rss_bytes INTEGER)")
-    con.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
+    con = sqlite3.connect(root / LEDGER_NAME)
+    con.executescript(SCHEMA)
     con.execute("INSERT INTO meta VALUES ('devices', ?)", (json.dumps(["cpu"]),))
+    insert = (f"INSERT INTO phases (batch_id, {', '.join(PHASE_COLUMNS)}) "
+              f"VALUES ({', '.join('?' * (1 + len(PHASE_COLUMNS)))})")
     t = 1.7e9
     families = np.array(["highway", "merge", "intersection", "commonroad"])
     for b in range(batches):
@@ -52,8 +51,10 @@ def write_campaign(root: Path, rows: int, batches: int) -> None:
             "min_ttc_s": rng.exponential(3, per).astype(np.float32),
             "max_jerk": rng.gamma(2, 1.5, per).astype(np.float32), "has_nan": np.zeros(per, bool)})
         pq.write_table(table, root / "results" / f"part-{b:08d}.parquet")
-        con.execute("INSERT INTO phases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (b, per, 64, t, t + 0.5, 0.05, 0.01, 0.4, 0.01, 0.03, 10**7, None, 2 * 10**7, 5 * 10**8))
+        phases = dict(num_scenarios=per, size_class=64, wall_start=t, wall_end=t + 0.5, load_s=0.05,
+                      h2d_s=0.01, compute_s=0.4, d2h_s=0.01, write_s=0.03, compiled_bytes=10**7,
+                      device_bytes_in_use=None, device_peak_bytes=2 * 10**7, host_rss_bytes=5 * 10**8)
+        con.execute(insert, (b, *(phases[c] for c in PHASE_COLUMNS)))
         t += 0.45
     con.commit()
     con.close()
