@@ -18,7 +18,6 @@ app = typer.Typer(
 )
 
 
-
 @app.callback()
 def _root() -> None:
     """drivesim: simulate autonomous-driving scenarios by the million on every JAX device."""
@@ -31,11 +30,11 @@ for module in (engine, scenarios, campaign, bench, report, train):
 def main() -> None:
     """Entry point of the ``drivesim`` console script.
 
-    Before JAX starts: one XLA CPU device per usable core (faster than one device on this
-    engine, see drivesim.parallel.cpu_devices; XLA_FLAGS with a device count wins), and,
-    since campaigns promise the same results whatever the device count, FMA-free CPU programs
-    (see drivesim.parallel.determinism; about 13% slower on CPU). Set DRIVESIM_ALLOW_FMA=1 to
-    trade that guarantee for speed.
+    Before JAX starts: DEVICES_PER_CORE (4) XLA CPU devices per usable core (faster than one
+    device on this engine, see drivesim.parallel.cpu_devices; XLA_FLAGS with a device count
+    wins), and, since campaigns promise the same results whatever the device count, FMA-free
+    CPU programs (see drivesim.parallel.determinism; about 13% slower on CPU). Set
+    DRIVESIM_ALLOW_FMA=1 to trade that guarantee for speed.
     """
     import os
 

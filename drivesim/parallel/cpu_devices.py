@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 import os
-import re
+
+from drivesim.parallel import xla_flags
 
 log = logging.getLogger(__name__)
 
 DEVICES_PER_CORE = 4
-_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
+COUNT_FLAG = "xla_force_host_platform_device_count"  # the XLA_FLAGS name (without "--")
 
 
 def usable_cores() -> int:
@@ -32,15 +33,8 @@ def enable(count: int | None = None) -> int:
     """Ask for ``count`` (default: DEVICES_PER_CORE x usable cores) CPU devices unless
     ``XLA_FLAGS`` already sets a count or JAX has started. Returns the count in force (0 if
     unknown)."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    found = _COUNT.findall(flags)
-    if found:
-        return int(found[-1])
-    from jax._src import xla_bridge
-
-    if xla_bridge.backends_are_initialized():
+    value = xla_flags.ensure(COUNT_FLAG, str(count or DEVICES_PER_CORE * usable_cores()))
+    if value is None:
         log.warning("cpu_devices: JAX already started; keeping its CPU device count")
         return 0
-    count = count or DEVICES_PER_CORE * usable_cores()
-    os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
-    return count
+    return int(value)

@@ -21,47 +21,41 @@ from __future__ import annotations
 
 import logging
 import os
-import re
+
+from drivesim.parallel import xla_flags
 
 log = logging.getLogger(__name__)
 
-FLAG = "--xla_cpu_max_isa=AVX"
-_ISA = re.compile(r"--xla_cpu_max_isa=(\S+)")
+_NAME = "xla_cpu_max_isa"
+FLAG = f"--{_NAME}=AVX"
 _FMA_FREE_ISAS = {"SSE4_2", "AVX"}
 
 
-def with_flag(xla_flags: str | None) -> str:
-    """``xla_flags`` with :data:`FLAG` added, unless it already sets ``--xla_cpu_max_isa``."""
-    flags = (xla_flags or "").strip()
-    if _ISA.search(flags):
-        return flags
-    return f"{flags} {FLAG}".strip()
+def with_flag(flags: str | None) -> str:
+    """``flags`` (an XLA_FLAGS string) with :data:`FLAG` added, unless it already sets
+    ``--xla_cpu_max_isa``."""
+    return xla_flags.with_flag(flags, _NAME, "AVX")
 
 
-def flags_are_fma_free(xla_flags: str | None) -> bool:
-    """Whether ``xla_flags`` caps the CPU instruction set below FMA (SSE4_2 or AVX)."""
-    found = _ISA.findall(xla_flags or "")
-    return bool(found) and found[-1].upper() in _FMA_FREE_ISAS
+def _is_fma_free(isa: str | None) -> bool:
+    return isa is not None and isa.upper() in _FMA_FREE_ISAS
 
 
-def _backend_started() -> bool:
-    from jax._src import xla_bridge
-
-    return bool(xla_bridge.backends_are_initialized())
+def flags_are_fma_free(flags: str | None) -> bool:
+    """Whether ``flags`` caps the CPU instruction set below FMA (SSE4_2 or AVX)."""
+    return _is_fma_free(xla_flags.last_value(flags, _NAME))
 
 
 def enable() -> bool:
-    """Add :data:`FLAG` to ``XLA_FLAGS`` if JAX has not started its backends yet.
+    """Add :data:`FLAG` to ``XLA_FLAGS`` if JAX has not started its backends yet (an
+    ``--xla_cpu_max_isa`` already there wins).
 
     Returns whether this process runs FMA-free (see :func:`active`); logs a warning when the
     backends already started without the flag (too late to change it)."""
-    if flags_are_fma_free(os.environ.get("XLA_FLAGS")):
-        return True
-    if _backend_started():
+    isa = xla_flags.ensure(_NAME, "AVX")
+    if isa is None:
         log.warning("determinism: JAX already started without %s; 1-device results may differ", FLAG)
-        return False
-    os.environ["XLA_FLAGS"] = with_flag(os.environ.get("XLA_FLAGS"))
-    return True
+    return _is_fma_free(isa)
 
 
 def active() -> bool:

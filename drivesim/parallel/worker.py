@@ -115,9 +115,10 @@ class LaunchConfig:
 
 
 def _child_flags(cfg: LaunchConfig) -> str:
+    from drivesim.parallel.cpu_devices import COUNT_FLAG
     from drivesim.parallel.determinism import with_flag
 
-    flags = f"--xla_force_host_platform_device_count={cfg.devices_per_process}"
+    flags = f"--{COUNT_FLAG}={cfg.devices_per_process}"
     return with_flag(flags) if cfg.fma_free else flags
 
 
