@@ -72,9 +72,3 @@ def build_program(key: ProgramKey, mesh, sim: SimConfig):
         fn, axis_name=DATA, in_axes=(0, None), devices=list(mesh.devices.flat), donate_argnums=donate
     )
 
-
-def scenario_axis(backend: str, sweep: bool) -> int:
-    """Axis of the per-device scenario rows in a result leaf (pmap: after the device axis)."""
-    if backend == "pmap":
-        return 2 if sweep else 1
-    return 1 if sweep else 0

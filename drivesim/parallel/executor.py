@@ -14,6 +14,7 @@ the mesh and redoes the batch on the rest (single-process runs).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import threading
@@ -137,9 +138,13 @@ class Executor:
     # ---- devices -------------------------------------------------------------------
     def _use(self, devices: list) -> None:
         self.devices = devices
-        self.num_devices = len(devices)
         self.mesh = make_data_mesh(devices)
         self.local_devices = [d for d in devices if d.process_index == jax.process_index()]
+
+    @property
+    def num_devices(self) -> int:
+        """Global devices of the mesh in use (fewer after a device failure)."""
+        return len(self.devices)
 
     def _recover(self, error: BaseException) -> None:
         """Drop the devices that failed (if any were found) and rebuild the mesh."""
@@ -163,8 +168,9 @@ class Executor:
             rows = batch_rows(host)
             if rows == 0:
                 raise ValueError("Executor.put: empty batch")
+            # Every process plans for the largest share (same dispatch count and shapes) ...
             layout = plan_layout(max_rows, len(self.local_devices), self._chunk_for(host, max_rows))
-            layout = Layout(rows=rows, devices=layout.devices, chunk=layout.chunk, n_chunks=layout.n_chunks)
+            layout = dataclasses.replace(layout, rows=rows)  # ... and keeps its own real rows
             padded = pad_rows(host, layout.padded_rows)
             step = layout.per_dispatch
             parts = [slice_rows(padded, k * step, (k + 1) * step) for k in range(layout.n_chunks)]
@@ -203,14 +209,13 @@ class Executor:
     def _run(self, dbatch: DeviceBatch, policy, sweep: bool) -> DeviceResult:
         for attempt in range(self.config.max_retries + 1):
             try:
-                if dbatch.mesh is not self.mesh:
+                if dbatch.mesh is not self.mesh:  # put on a mesh since rebuilt (or just now)
                     dbatch = self.put(dbatch.host)
                 return self._dispatch_all(dbatch, policy, sweep)
             except JaxRuntimeError as error:
                 if attempt == self.config.max_retries:
                     raise
-                self._recover(error)
-                dbatch = self.put(dbatch.host)
+                self._recover(error)  # a new mesh: the next attempt puts the batch again
         raise AssertionError("unreachable")
 
     def _dispatch_all(self, dbatch: DeviceBatch, policy, sweep: bool) -> DeviceResult:
@@ -313,9 +318,10 @@ class Executor:
         if self.config.chunk != "auto":
             return self.config.chunk
         per_device = max(1, math.ceil(max_rows / len(self.local_devices)))
-        key = (_signature(slice_rows(host, 0, 1)), per_device, self.num_devices)
+        row = slice_rows(host, 0, 1)
+        key = (_signature(row), per_device, self.num_devices)
         if key not in self._auto_chunk:
-            self._auto_chunk[key] = choose_chunk(self, slice_rows(host, 0, 1), per_device)
+            self._auto_chunk[key] = choose_chunk(self, row, per_device)
         return self._auto_chunk[key]
 
 
@@ -357,17 +363,17 @@ def _reduce_specs(backend: str, sweep: bool):
     return PartitionSpec(DATA), PartitionSpec(DATA), None
 
 
-def _local_rows(array, backend: str, sweep: bool) -> np.ndarray:
-    """This process's rows of a result leaf, from its addressable shards (no gather):
-    (D_local*c,) or (P, D_local*c)."""
-    split = 1 if (sweep and backend != "pmap") else 0
+def _local_shards(array, split: int) -> list:
+    """This process's distinct shards of a result leaf, in row order along axis ``split``."""
     shards = {}
     for shard in array.addressable_shards:
-        start = shard.index[split].start or 0
-        shards.setdefault(start, shard.data)
-    starts = sorted(shards)
-    blocks = jax.device_get([shards[s] for s in starts])
-    local = np.concatenate([np.asarray(b) for b in blocks], axis=split)
+        shards.setdefault(shard.index[split].start or 0, shard.data)
+    return [shards[start] for start in sorted(shards)]
+
+
+def _join_rows(blocks: list, backend: str, sweep: bool, split: int) -> np.ndarray:
+    """One leaf's host shards -> (D_local*c,) or (P, D_local*c)."""
+    local = np.concatenate(blocks, axis=split)
     if backend != "pmap":
         return local
     if sweep:  # (D_local, P, c) -> (P, D_local*c)
@@ -376,16 +382,21 @@ def _local_rows(array, backend: str, sweep: bool) -> np.ndarray:
 
 
 def _local_metrics(result: DeviceResult) -> RolloutMetrics:
-    """Concatenate this process's rows over the dispatches and drop the padding."""
+    """This process's rows from its addressable shards (no gather), concatenated over the
+    dispatches, padding dropped. Every shard of every leaf and dispatch comes back in one
+    ``device_get`` (the copies overlap)."""
     axis = 1 if result.sweep else 0
-    parts = [
-        jax.tree_util.tree_map(lambda a: _local_rows(a, result.backend, result.sweep), m)
-        for m in result.metrics
+    split = 1 if (result.sweep and result.backend != "pmap") else 0
+    treedef = jax.tree_util.tree_structure(result.metrics[0])
+    shards = [[_local_shards(a, split) for a in jax.tree_util.tree_leaves(m)] for m in result.metrics]
+    host = jax.device_get(shards)  # [dispatch][leaf][shard]
+    keep = (slice(None),) * axis + (slice(0, result.layout.rows),)
+    leaves = [
+        np.concatenate([_join_rows(per_leaf[i], result.backend, result.sweep, split) for per_leaf in host],
+                       axis=axis)[keep]
+        for i in range(treedef.num_leaves)
     ]
-    rows = result.layout.rows
-    return jax.tree_util.tree_map(
-        lambda *leaves: np.take(np.concatenate(leaves, axis=axis), np.arange(rows), axis=axis), *parts
-    )
+    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 __all__ = ["DeviceBatch", "DeviceResult", "Executor", "ExecutorConfig", "choose_chunk"]
