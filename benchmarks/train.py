@@ -32,7 +32,7 @@ def pure_rollout_rate(cfg, repeats: int = 3) -> float:
 
     ids = scenario_ids(cfg.env)[: cfg.ppo.num_envs]
     ids = np.resize(ids, cfg.ppo.num_envs)
-    batch = jax.device_put(jax.tree_util.tree_map(np.asarray, host_scenarios(cfg.env, ids)))
+    batch = jax.device_put(host_scenarios(cfg.env, ids))
     sim = SimConfig(num_steps=cfg.env.episode_steps, policy="constant", obs_neighbours=cfg.env.obs_neighbours)
     jax.block_until_ready(simulate(batch, None, sim))
     times = []
@@ -51,9 +51,10 @@ def learning(cfg, out: pathlib.Path, held_out: int, devices) -> dict:
 
     shutil.rmtree(out / "learn", ignore_errors=True)
     t0 = time.perf_counter()
-    result = train(cfg, out / "learn", devices=devices)
+    pool = build_pool(cfg.env)  # built once: for training and for the untrained policy
+    result = train(cfg, out / "learn", devices=devices, pool=pool)
     wall = time.perf_counter() - t0
-    untrained = jax.device_get(_init_state(build_pool(cfg.env), cfg))
+    untrained = jax.device_get(_init_state(pool, cfg))
     untrained_file = export_policy(untrained, cfg, out / "untrained.npz")
     try:
         before = evaluate_campaign(untrained_file, cfg.env, held_out, out / "eval_untrained")

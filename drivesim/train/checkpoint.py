@@ -50,10 +50,6 @@ class Checkpointer:
         restored = self._manager.restore(step, args=args)
         return restored.state, config_from_dict(restored.config)
 
-    def wait(self) -> None:
-        """Block until pending asynchronous saves are on disk."""
-        self._manager.wait_until_finished()
-
     def close(self) -> None:
         self._manager.wait_until_finished()
         self._manager.close()

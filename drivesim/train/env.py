@@ -9,7 +9,6 @@ states, once per step for the whole batch, selected only where the episode ended
 
 from __future__ import annotations
 
-import inspect
 from functools import partial
 
 import jax
@@ -23,8 +22,6 @@ from drivesim.core.types import Array, Scenario, pytree_dataclass
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
 from drivesim.train.config import EnvConfig
-
-_HAS_STEP_INDEX = "step_index" in inspect.signature(advance).parameters
 
 
 @pytree_dataclass
@@ -102,8 +99,7 @@ def time_fraction(env: EnvState) -> Array:
 
 def build_pool(cfg: EnvConfig, ids=None) -> ScenarioPool:
     """Generate the pool on the host and compute initial states and observations (jitted)."""
-    scenarios = host_scenarios(cfg, scenario_ids(cfg) if ids is None else ids)
-    return _init_pool(jax.tree_util.tree_map(jnp.asarray, scenarios), cfg)
+    return _init_pool(host_scenarios(cfg, scenario_ids(cfg) if ids is None else ids), cfg)
 
 
 @partial(jax.jit, static_argnames="cfg")
@@ -159,8 +155,8 @@ def physics_step(env: EnvState, unit_action: Array, cfg: EnvConfig, step_index: 
     accel, steer = behavior.action_from_unit(unit_action, sim_cfg)
     if cfg.sort_schedule == "episode" or step_index is None:
         step_index = env.sim.t
-    extra = {"step_index": step_index} if _HAS_STEP_INDEX else {}
-    sim, info = advance(env.sim, env.scenario, sim_cfg, None, ego_action=(accel, steer), **extra)
+    sim, info = advance(env.sim, env.scenario, sim_cfg, None, ego_action=(accel, steer),
+                        step_index=step_index)
     reward = reward_of(info, info.ego_progress - env.progress, cfg)
     ended = sim.t >= jnp.minimum(env.scenario.episode_length, sim_cfg.num_steps)
     done = info.ego_collided | info.offroad | ended

@@ -42,8 +42,7 @@ def held_out_ids(cfg: EnvConfig, count: int) -> np.ndarray:
 
 def evaluate_direct(params: MLPParams, cfg: EnvConfig, ids) -> EvalSummary:
     """Roll the deterministic policy over scenarios ``ids`` with ``simulate`` (no campaign)."""
-    batch = jax.tree_util.tree_map(np.asarray, host_scenarios(cfg, ids))
-    metrics = jax.device_get(simulate(batch, params, cfg.sim))
+    metrics = jax.device_get(simulate(host_scenarios(cfg, ids), params, cfg.sim))
     return _summary(metrics.ego_collided, metrics.offroad, metrics.progress_m, metrics.max_jerk)
 
 

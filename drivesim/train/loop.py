@@ -94,22 +94,24 @@ def train(
     state, resumed = _start(trainer, checkpointer, cfg, resume)
     (directory / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=2))
     curve_path = directory / "curve.jsonl"
-    _truncate_curve(curve_path, int(state.update) if resumed is not None else 0)
-    compile_s = trainer.compile(state, min(cfg.chunk, max(cfg.updates - int(state.update), 1)))
+    update = int(state.update)  # the host's count of state.update (no device read per chunk)
+    _truncate_curve(curve_path, update if resumed is not None else 0)
+    compile_s = trainer.compile(state, min(cfg.chunk, max(cfg.updates - update, 1)))
     rates: list[float] = []
     wall0 = time.perf_counter()
     try:
-        while int(state.update) < cfg.updates:
-            n = min(cfg.chunk, cfg.updates - int(state.update))
+        while update < cfg.updates:
+            n = min(cfg.chunk, cfg.updates - update)
             t0 = time.perf_counter()
             state, metrics = trainer.run(state, n)
             metrics = jax.device_get(metrics)
             elapsed = time.perf_counter() - t0
             rate = n * cfg.ppo.batch_steps / elapsed
             rates.append(rate)
-            rows = _rows(metrics, int(state.update) - n, cfg, rate, time.perf_counter() - wall0)
+            rows = _rows(metrics, update, cfg, rate, time.perf_counter() - wall0)
+            update += n
             _append_curve(curve_path, rows)
-            if int(state.update) % cfg.checkpoint_every == 0 or int(state.update) >= cfg.updates:
+            if update % cfg.checkpoint_every == 0 or update >= cfg.updates:
                 checkpointer.save(state, cfg)
             if on_chunk is not None:
                 on_chunk(rows)
