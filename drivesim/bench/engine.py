@@ -41,7 +41,8 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
     devices = jax.devices()[: config.devices] if config.devices else jax.devices()
     device_batch = _put_sharded(host, devices, wl.scenarios)
     policy = idm_policy()
-    timing = measure(simulate, (device_batch, policy), config.harness, static={"config": sim_config(wl)})
+    static = {"config": sim_config(wl), "devices": len(devices)}
+    timing = measure(simulate, (device_batch, policy), config.harness, static=static)
     rates = throughput(Work(wl.scenarios, wl.agents, wl.steps), timing.times, config.harness.ci_method)
     env = environment()
     visible = env.pop("device_count")

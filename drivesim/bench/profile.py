@@ -187,6 +187,6 @@ def profile_simulate(config: ProfileConfig, trace_dir: str | Path) -> ProfileRes
     devices = jax.local_devices()[: config.devices or None]
     batch, _ = place(make_batch(workload), devices)
     policy = idm_policy()
-    compiled = simulate.lower(batch, policy, config=sim_config(workload)).compile()
+    compiled = simulate.lower(batch, policy, config=sim_config(workload), devices=len(devices)).compile()
     jax.block_until_ready(compiled(batch, policy))
     return trace_calls(lambda: compiled(batch, policy), trace_dir, config.repeats)

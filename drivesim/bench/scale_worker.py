@@ -78,7 +78,7 @@ def _simulate_call(spec: WorkerSpec, host, devices, sim):
     batch, placed = place(host, devices)
     policy = idm_policy()
     start = time.perf_counter()
-    compiled = simulate.lower(batch, policy, config=sim).compile()
+    compiled = simulate.lower(batch, policy, config=sim, devices=len(devices)).compile()
     compile_s = time.perf_counter() - start
     return (lambda: compiled(batch, policy)), compile_s, compiled_bytes(compiled), placed
 

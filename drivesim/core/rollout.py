@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core import behavior, interactions
+from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
@@ -381,12 +382,15 @@ def rollout_trajectory(scenario: Scenario, policy, config: SimConfig) -> tuple[R
     return finalize_metrics(state.metrics, scenario.log is not None), trajectory
 
 
-def rollout_batch(scenarios: Scenario, policy, config: SimConfig) -> RolloutMetrics:
-    """vmap of :func:`rollout` over the leading scenario axis; metrics (B,)."""
-    return jax.vmap(rollout, in_axes=(0, None, None))(scenarios, policy, config)
+def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int = 1) -> RolloutMetrics:
+    """vmap of :func:`rollout` over the leading scenario axis; metrics (B,). ``devices``: how
+    many devices the batch is sharded over (sizes the cache blocks, see core.blocking)."""
+    batch = scenarios.valid.shape[0]
+    blocks = cache_blocks(batch, scenarios.num_agents, devices, config.block_agents)
+    return map_blocks(jax.vmap(lambda one: rollout(one, policy, config)), scenarios, blocks)
 
 
-simulate = jax.jit(rollout_batch, static_argnames="config")
+simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))
 simulate_trajectory = jax.jit(
     jax.vmap(rollout_trajectory, in_axes=(0, None, None)), static_argnames="config"
 )

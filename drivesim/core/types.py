@@ -225,6 +225,9 @@ class SimConfig:
         every this many steps. Leaders and collisions are searched in the window whatever
         the order, so this trades a little window slack for speed; the order is visible
         only through the MLP's neighbour features and window_overflow.
+    block_agents: agents per device per cache block (drivesim.core.blocking): a larger
+        batch is simulated as blocks one after another. "auto": 16384 on CPU, no blocking
+        on accelerators; None: never block. Results do not depend on it.
     """
 
     dt: float = 0.1
@@ -241,9 +244,13 @@ class SimConfig:
     min_lookahead: float = 5.0
     yield_horizon_s: float = 4.0
     obs_neighbours: int = 6
+    block_agents: int | str | None = "auto"
 
     def __post_init__(self):
         if self.policy not in ("idm", "constant", "open_loop", "mlp"):
             raise ValueError(f"SimConfig.policy: unknown ego policy {self.policy!r}")
         if self.num_steps < 1 or self.window < 1 or self.resort_every < 1:
             raise ValueError("SimConfig: num_steps, window and resort_every must be >= 1")
+        block = self.block_agents
+        if not (block in ("auto", None) or (isinstance(block, int) and block >= 1)):
+            raise ValueError(f"SimConfig.block_agents: expected an int >= 1, 'auto' or None, got {block!r}")

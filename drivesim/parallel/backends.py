@@ -36,9 +36,10 @@ class ProgramKey:
     donate: bool
 
 
-def _batch_fn(sim: SimConfig, sweep: bool):
-    """(batch (b, ...), policy) -> metrics (b,), or (P, b) for stacked policies."""
-    one = partial(rollout_batch, config=sim)
+def _batch_fn(sim: SimConfig, sweep: bool, devices: int = 1):
+    """(batch (b, ...), policy) -> metrics (b,), or (P, b) for stacked policies; ``devices``:
+    how many devices share the batch b (1 where the function sees one device's shard)."""
+    one = partial(rollout_batch, config=sim, devices=devices)
     if not sweep:
         return one
     return lambda batch, policies: jax.vmap(one, in_axes=(None, 0))(batch, policies)
@@ -48,7 +49,7 @@ def build_program(key: ProgramKey, mesh, sim: SimConfig):
     """The dispatchable program for ``key`` on ``mesh`` (a callable of (batch, policy))."""
     if key.backend not in BACKENDS:
         raise ValueError(f"ExecutorConfig.backend: unknown backend {key.backend!r}; known: {BACKENDS}")
-    fn = _batch_fn(sim, key.sweep)
+    fn = _batch_fn(sim, key.sweep, devices=mesh.size if key.backend == "sharding" else 1)
     donate = (0,) if key.donate else ()
     out_axis = 1 if key.sweep else 0
     if key.backend == "sharding":
