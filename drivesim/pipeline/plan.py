@@ -10,9 +10,10 @@ same batches; a window whose plan is complete in the ledger is rebuilt from the 
 
 from __future__ import annotations
 
+import collections
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from drivesim.core.validate import validate_scenario
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
@@ -104,9 +105,38 @@ def stack_batch(
     return stack_bucket(records, key, padded_batch)
 
 
+@dataclass(frozen=True)
+class LoadRun:
+    """Positions the loader loads together: a slice of an unplanned window (``batch`` None;
+    ``last``: the window's final slice) or one open batch of a planned window (resume)."""
+
+    window_id: int
+    positions: tuple[int, ...]
+    batch: PlannedBatch | None = None
+    last: bool = False
+    window: tuple[int, int] = (0, 0)  # (start, stop) positions of the window
+
+
+@dataclass
+class _WindowPlan:
+    """The plan of one unplanned window while its scenarios arrive."""
+
+    window_id: int
+    start: int
+    stop: int
+    done: set[int]
+    buckets: BucketGroups
+    failed: list = field(default_factory=list)
+    planned: list[PlannedBatch] = field(default_factory=list)
+
+
 class Planner:
     """Produces HostWork for every batch not yet done, window by window (runs in the loader
-    thread, with its own ledger connection)."""
+    thread, with its own ledger connection). Loading reads ahead: the next run of positions
+    is already loading in the pool while this thread buckets and stacks the current one, so
+    the source's wait and the host's stacking overlap."""
+
+    READ_AHEAD = 1  # runs of positions loading beyond the one being stacked
 
     def __init__(self, source, directory, settings: PlanSettings, positions: range):
         self.source, self.directory, self.settings, self.positions = source, directory, settings, positions
@@ -124,73 +154,90 @@ class Planner:
     def __call__(self, stop: threading.Event):
         ledger = Ledger(self.directory)
         pool = ThreadPoolExecutor(self.settings.loader_threads, thread_name_prefix="drivesim-loader")
+        plan: _WindowPlan | None = None
         try:
-            for window_id, start, stop_pos in self.windows():
-                if stop.is_set():
-                    return
-                if ledger.window_planned(window_id):
-                    yield from self._replay(ledger, window_id, pool, stop)
-                else:
-                    yield from self._plan(ledger, window_id, start, stop_pos, pool, stop)
+            for run, loaded, spent in self._read_ahead(pool, self._runs(ledger), stop):
+                if run.batch is not None:  # a planned window's open batch (resume)
+                    yield self._rebuild(run, loaded, spent)
+                    continue
+                if plan is None or plan.window_id != run.window_id:
+                    done = ledger.done_ids(run.window_id)
+                    plan = _WindowPlan(
+                        run.window_id, *run.window, done, BucketGroups(self.settings.batch_size)
+                    )
+                yield from self._add(ledger, plan, run.positions, loaded, spent)
+                if run.last:
+                    yield from self._finish(ledger, plan)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             ledger.close()
 
-    def _load_many(self, pool, positions):
-        """Load positions in order; a task is a run of positions (few futures per batch)."""
-        positions = list(positions)
+    def _runs(self, ledger: Ledger):
+        """LoadRuns of every window in order: a planned window's open batches, else the
+        window cut into slices of max(batch_size, 64) positions."""
+        step = max(self.settings.batch_size, 64)
+        for window_id, start, stop_pos in self.windows():
+            if ledger.window_planned(window_id):
+                for batch in ledger.open_batches(window_id):
+                    yield LoadRun(window_id, tuple(batch.positions), batch)
+                continue
+            for lo in range(start, stop_pos, step):
+                hi = min(lo + step, stop_pos)
+                yield LoadRun(window_id, tuple(range(lo, hi)), last=hi == stop_pos, window=(start, stop_pos))
+
+    def _read_ahead(self, pool, runs, stop: threading.Event):
+        """(run, loaded items, seconds waited for them) per run in order, keeping
+        READ_AHEAD further runs loading in ``pool``."""
+        runs, pending = iter(runs), collections.deque()
+        while not stop.is_set():
+            while len(pending) <= self.READ_AHEAD and (run := next(runs, None)) is not None:
+                pending.append((run, self._submit(pool, run.positions)))
+            if not pending:
+                return
+            head, results = pending.popleft()
+            with Stopwatch() as sw:
+                loaded = [item for part in results for item in part]
+            yield head, loaded, sw.seconds
+
+    def _submit(self, pool, positions):
+        """Start loading ``positions`` (a few tasks of consecutive positions per run); returns
+        the iterator of per-task result lists."""
         step = max(1, -(-len(positions) // (4 * self.settings.loader_threads)))
-        runs = [positions[i : i + step] for i in range(0, len(positions), step)]
-        loaded = pool.map(lambda run: [_load(self.source, p, self.validated) for p in run], runs)
-        return [item for run in loaded for item in run]
+        parts = [positions[i : i + step] for i in range(0, len(positions), step)]
+        return pool.map(lambda part: [_load(self.source, p, self.validated) for p in part], parts)
 
-    def _replay(self, ledger: Ledger, window_id: int, pool, stop):
-        for batch in ledger.open_batches(window_id):
-            if stop.is_set():
-                return
-            with Stopwatch() as sw:
-                loaded = self._load_many(pool, batch.positions)
-                pairs = [
-                    (p, item[0] if _ok(item) else item)
-                    for p, item in zip(batch.positions, loaded, strict=True)
-                ]
-                work = self._build(batch, pairs)
-            work.load_s = sw.seconds
-            yield batch.batch_id, work
+    def _rebuild(self, run: LoadRun, loaded: list, spent: float) -> tuple[int, HostWork]:
+        """(batch id, HostWork) of an open batch of a planned window, rebuilt from its positions."""
+        pairs = [(p, item[0] if _ok(item) else item) for p, item in zip(run.positions, loaded, strict=True)]
+        with Stopwatch() as sw:
+            work = self._build(run.batch, pairs)
+        work.load_s = spent + sw.seconds
+        return work.batch_id, work
 
-    def _plan(self, ledger: Ledger, window_id: int, start: int, stop_pos: int, pool, stop):
-        size = self.settings.batch_size
-        done = ledger.done_ids(window_id)
-        buckets = BucketGroups(size)
-        failed: list = []
-        planned: list[PlannedBatch] = []
-        chunk = max(size, 64)
-        for lo in range(start, stop_pos, chunk):
-            if stop.is_set():
-                return
-            with Stopwatch() as sw:
-                positions = range(lo, min(lo + chunk, stop_pos))
-                loaded = self._load_many(pool, positions)
-            spent = sw.seconds
-            for position, item in zip(positions, loaded, strict=False):
-                if not _ok(item):
-                    failed.append((position, item))
-                    continue
-                record, key = item
-                bucket = buckets.add(key, (position, record))
-                if bucket is not None:
-                    work = self._emit(ledger, window_id, key.agents, bucket, done, planned, key)
-                    if work is not None:
-                        work.load_s, spent = work.load_s + spent, 0.0
-                        yield work.batch_id, work
-        rest = sorted(buckets.drain(), key=lambda kv: kv[1][0][0])
-        groups = [(key, bucket) for key, bucket in rest] + ([(None, failed)] if failed else [])
+    def _add(self, ledger: Ledger, plan: _WindowPlan, positions, loaded, spent: float):
+        """Bucket a slice of loaded scenarios; emit each bucket that fills."""
+        for position, item in zip(positions, loaded, strict=True):
+            if not _ok(item):
+                plan.failed.append((position, item))
+                continue
+            record, key = item
+            bucket = plan.buckets.add(key, (position, record))
+            if bucket is not None:
+                work = self._emit(ledger, plan.window_id, key.agents, bucket, plan.done, plan.planned, key)
+                if work is not None:
+                    work.load_s, spent = work.load_s + spent, 0.0
+                    yield work.batch_id, work
+
+    def _finish(self, ledger: Ledger, plan: _WindowPlan):
+        """Flush the window's partial buckets and its failed scenarios; record the plan."""
+        rest = sorted(plan.buckets.drain(), key=lambda kv: kv[1][0][0])
+        groups = [(key, bucket) for key, bucket in rest] + ([(None, plan.failed)] if plan.failed else [])
         for key, bucket in groups:
             size_class = 0 if key is None else key.agents
-            work = self._emit(ledger, window_id, size_class, bucket, done, planned, key)
+            work = self._emit(ledger, plan.window_id, size_class, bucket, plan.done, plan.planned, key)
             if work is not None:
                 yield work.batch_id, work
-        ledger.record_plan(window_id, start, stop_pos, planned)
+        ledger.record_plan(plan.window_id, plan.start, plan.stop, plan.planned)
 
     def _emit(self, ledger, window_id, size_class, bucket, done, planned, key=None) -> HostWork | None:
         batch = PlannedBatch(bucket[0][0], tuple(p for p, _ in bucket), size_class)
