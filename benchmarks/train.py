@@ -6,8 +6,9 @@
 Prints one JSON object (and writes it to --out/train_bench.json):
 - learning: untrained vs trained collision / off-road rate and progress on held-out scenario
   ids [0, count), evaluated through a campaign (``drivesim run --policy mlp:FILE``);
-- throughput: env steps/s during training, pure rollout steps/s (``simulate``, constant ego) for
-  the same batch, and their ratio (target: training <= 3x the cost of simulation per step);
+- throughput: env steps/s during training, pure rollout steps/s (``simulate`` with the trained
+  MLP driving the ego, as in training) for the same batch, and their ratio (target: training
+  <= 3x the cost of simulation per step); the constant-speed-ego rate is reported beside it;
 - resume: max |param difference| between an uninterrupted run and a half run + resume.
 """
 
@@ -24,21 +25,22 @@ import jax
 import numpy as np
 
 
-def pure_rollout_rate(cfg, repeats: int = 3) -> float:
-    """Env steps/s of ``simulate`` on num_envs pool scenarios for one episode (constant ego)."""
+def pure_rollout_rate(cfg, policy=None, repeats: int = 5) -> float:
+    """Env steps/s of ``simulate`` on num_envs pool scenarios for one episode: the ego driven
+    by ``policy`` (MLPParams: the policy being trained, evaluated every step as in training)
+    or, with None, at constant speed."""
     from drivesim.core.rollout import simulate
-    from drivesim.core.types import SimConfig
     from drivesim.train.env import host_scenarios, scenario_ids
 
     ids = scenario_ids(cfg.env)[: cfg.ppo.num_envs]
     ids = np.resize(ids, cfg.ppo.num_envs)
     batch = jax.device_put(host_scenarios(cfg.env, ids))
-    sim = SimConfig(num_steps=cfg.env.episode_steps, policy="constant", obs_neighbours=cfg.env.obs_neighbours)
-    jax.block_until_ready(simulate(batch, None, sim))
+    sim = dataclasses.replace(cfg.env.sim, policy="constant") if policy is None else cfg.env.sim
+    jax.block_until_ready(simulate(batch, policy, sim))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        jax.block_until_ready(simulate(batch, None, sim))
+        jax.block_until_ready(simulate(batch, policy, sim))
         times.append(time.perf_counter() - t0)
     return cfg.ppo.num_envs * cfg.env.episode_steps / float(np.median(times))
 
@@ -67,6 +69,7 @@ def learning(cfg, out: pathlib.Path, held_out: int, devices) -> dict:
         how = "simulate"
     return dict(
         evaluated_with=how, held_out_scenarios=held_out, train_wall_s=wall, compile_s=result.compile_s,
+        policy_file=str(result.policy_path),
         env_steps=int(result.state.update) * cfg.ppo.batch_steps, train_steps_per_s=result.steps_per_s,
         untrained=dataclasses.asdict(before), trained=dataclasses.asdict(after),
         collision_lower=after.collision_rate < before.collision_rate,
@@ -98,6 +101,12 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=None, help="PPO updates (default 300 quick, 400 full)")
     parser.add_argument("--held-out", type=int, default=None, help="held-out scenarios (128 quick, 512 full)")
     parser.add_argument("--devices", type=int, default=None, help="devices of the mesh (default all)")
+    parser.add_argument("--epochs", type=int, default=None, help="PPO epochs per update")
+    parser.add_argument("--minibatches", type=int, default=None, help="minibatches per epoch")
+    parser.add_argument("--sort-schedule", choices=("episode", "global"), default=None,
+                        help="EnvConfig.sort_schedule (default: EnvConfig's)")
+    parser.add_argument("--progress-weight", type=float, default=None, help="RewardConfig.progress_weight")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("runs/bench_train"))
     args = parser.parse_args()
 
@@ -111,16 +120,29 @@ def main() -> None:
                           ppo=PPOConfig(num_envs=256, rollout_steps=32, learning_rate=1e-3),
                           updates=args.updates or 400, chunk=20, checkpoint_every=100)
         held_out = args.held_out or 512
+    ppo_changes = {k: v for k, v in (("epochs", args.epochs), ("minibatches", args.minibatches)) if v}
+    env_changes = {"sort_schedule": args.sort_schedule} if args.sort_schedule else {}
+    if args.progress_weight is not None:
+        env_changes["reward"] = dataclasses.replace(cfg.env.reward, progress_weight=args.progress_weight)
+    cfg = dataclasses.replace(cfg, seed=args.seed, ppo=dataclasses.replace(cfg.ppo, **ppo_changes),
+                              env=dataclasses.replace(cfg.env, **env_changes))
     devices = jax.devices()[: args.devices] if args.devices else None
     args.out.mkdir(parents=True, exist_ok=True)
     report = dict(device_kind=jax.devices()[0].device_kind, device_count=len(devices or jax.devices()),
                   jax_version=jax.__version__, num_envs=cfg.ppo.num_envs, agents=cfg.env.num_agents,
-                  episode_steps=cfg.env.episode_steps, updates=cfg.updates)
+                  episode_steps=cfg.env.episode_steps, updates=cfg.updates, seed=cfg.seed,
+                  epochs=cfg.ppo.epochs, minibatches=cfg.ppo.minibatches, sort_schedule=cfg.env.sort_schedule,
+                  reward=dataclasses.asdict(cfg.env.reward))
     report["learning"] = learning(cfg, args.out, held_out, devices)
-    sim_rate = pure_rollout_rate(cfg)
+    from drivesim.train.policy_io import load_policy
+
+    policy = load_policy(report["learning"]["policy_file"])
+    sim_rate, constant_rate = pure_rollout_rate(cfg, policy), pure_rollout_rate(cfg)
     train_rate = report["learning"]["train_steps_per_s"]
     report["throughput"] = dict(train_env_steps_per_s=train_rate, pure_rollout_steps_per_s=sim_rate,
-                                cost_ratio=sim_rate / train_rate, target_ratio=3.0)
+                                cost_ratio=sim_rate / train_rate, target_ratio=3.0,
+                                constant_ego_steps_per_s=constant_rate,
+                                cost_ratio_vs_constant_ego=constant_rate / train_rate)
     report["resume"] = resume_check(dataclasses.replace(cfg, chunk=min(cfg.chunk, 5)), args.out, devices)
     text = json.dumps(report, indent=2)
     (args.out / "train_bench.json").write_text(text)
