@@ -110,19 +110,18 @@ class LoadRun:
     """Positions the loader loads together: a slice of an unplanned window (``batch`` None;
     ``last``: the window's final slice) or one open batch of a planned window (resume)."""
 
-    window_id: int
+    window_id: int  # the window's first position
     positions: tuple[int, ...]
     batch: PlannedBatch | None = None
     last: bool = False
-    window: tuple[int, int] = (0, 0)  # (start, stop) positions of the window
+    window_stop: int = 0  # the window's end position (unplanned windows)
 
 
 @dataclass
 class _WindowPlan:
-    """The plan of one unplanned window while its scenarios arrive."""
+    """The plan of one unplanned window (positions window_id..stop-1) while its scenarios arrive."""
 
     window_id: int
-    start: int
     stop: int
     done: set[int]
     buckets: BucketGroups
@@ -163,7 +162,7 @@ class Planner:
                 if plan is None or plan.window_id != run.window_id:
                     done = ledger.done_ids(run.window_id)
                     plan = _WindowPlan(
-                        run.window_id, *run.window, done, BucketGroups(self.settings.batch_size)
+                        run.window_id, run.window_stop, done, BucketGroups(self.settings.batch_size)
                     )
                 yield from self._add(ledger, plan, run.positions, loaded, spent)
                 if run.last:
@@ -183,7 +182,7 @@ class Planner:
                 continue
             for lo in range(start, stop_pos, step):
                 hi = min(lo + step, stop_pos)
-                yield LoadRun(window_id, tuple(range(lo, hi)), last=hi == stop_pos, window=(start, stop_pos))
+                yield LoadRun(window_id, tuple(range(lo, hi)), last=hi == stop_pos, window_stop=stop_pos)
 
     def _read_ahead(self, pool, runs, stop: threading.Event):
         """(run, loaded items, seconds waited for them) per run in order, keeping
@@ -223,7 +222,7 @@ class Planner:
             record, key = item
             bucket = plan.buckets.add(key, (position, record))
             if bucket is not None:
-                work = self._emit(ledger, plan.window_id, key.agents, bucket, plan.done, plan.planned, key)
+                work = self._emit(ledger, plan, key.agents, bucket, key)
                 if work is not None:
                     work.load_s, spent = work.load_s + spent, 0.0
                     yield work.batch_id, work
@@ -234,17 +233,18 @@ class Planner:
         groups = [(key, bucket) for key, bucket in rest] + ([(None, plan.failed)] if plan.failed else [])
         for key, bucket in groups:
             size_class = 0 if key is None else key.agents
-            work = self._emit(ledger, plan.window_id, size_class, bucket, plan.done, plan.planned, key)
+            work = self._emit(ledger, plan, size_class, bucket, key)
             if work is not None:
                 yield work.batch_id, work
-        ledger.record_plan(plan.window_id, plan.start, plan.stop, plan.planned)
+        ledger.record_plan(plan.window_id, plan.window_id, plan.stop, plan.planned)
 
-    def _emit(self, ledger, window_id, size_class, bucket, done, planned, key=None) -> HostWork | None:
+    def _emit(self, ledger, plan: _WindowPlan, size_class, bucket, key=None) -> HostWork | None:
+        """Add a bucket to the window's plan as a batch; its HostWork unless already done."""
         batch = PlannedBatch(bucket[0][0], tuple(p for p, _ in bucket), size_class)
-        planned.append(batch)
-        if batch.batch_id in done:
+        plan.planned.append(batch)
+        if batch.batch_id in plan.done:
             return None
-        ledger.record_batch(window_id, batch)
+        ledger.record_batch(plan.window_id, batch)
         with Stopwatch() as sw:
             work = self._build(batch, bucket, key)
         work.load_s = sw.seconds
