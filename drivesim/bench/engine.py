@@ -15,7 +15,7 @@ import jax
 from drivesim.bench.harness import HarnessConfig, Work, environment, measure, throughput
 from drivesim.bench.memory import memory_fields
 from drivesim.bench.records import BenchRecord, rate_line
-from drivesim.bench.workloads import W32, Workload, make_batch, sim_config
+from drivesim.bench.workloads import W32, Workload, make_batch, place, sim_config
 
 DEFAULT_AGENTS = (8, 32, 128)
 COST_RATIO_TARGET = 1.5  # cost per agent-step at 128 vs 32 agents
@@ -39,7 +39,11 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
     wl = config.workload
     host = batch if batch is not None else make_batch(wl)
     devices = jax.devices()[: config.devices] if config.devices else jax.devices()
-    device_batch = _put_sharded(host, devices, wl.scenarios)
+    if wl.scenarios % len(devices):
+        raise ValueError(
+            f"engine benchmark: {wl.scenarios} scenarios do not split over {len(devices)} devices"
+        )
+    device_batch, _ = place(host, devices)
     policy = idm_policy()
     static = {"config": sim_config(wl), "devices": len(devices)}
     timing = measure(simulate, (device_batch, policy), config.harness, static=static)
@@ -47,25 +51,22 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
     env = environment()
     visible = env.pop("device_count")
     return BenchRecord(
-        kind=kind, workload=wl.name, backend="single" if len(devices) == 1 else "sharding",
-        device_count=len(devices), **env,
-        batch_size=wl.scenarios, chunk=wl.scenarios, agents=wl.agents, steps=wl.steps,
-        scenarios=wl.scenarios, repeats=config.harness.repeats, compile_s=timing.compile_s,
-        **rates.as_fields(), **memory_fields(timing.compiled),
+        kind=kind,
+        workload=wl.name,
+        backend="single" if len(devices) == 1 else "sharding",
+        device_count=len(devices),
+        **env,
+        batch_size=wl.scenarios,
+        chunk=wl.scenarios,
+        agents=wl.agents,
+        steps=wl.steps,
+        scenarios=wl.scenarios,
+        repeats=config.harness.repeats,
+        compile_s=timing.compile_s,
+        **rates.as_fields(),
+        **memory_fields(timing.compiled),
         extra={"times_s": list(timing.times), "warmup": config.harness.warmup, "visible_devices": visible},
     )
-
-
-def _put_sharded(host, devices, scenarios: int):
-    """The host batch on ``devices``, split along the scenario axis (jit then runs the
-    shards side by side); scenarios must divide evenly."""
-    if len(devices) == 1:
-        return jax.device_put(host, devices[0])
-    if scenarios % len(devices):
-        raise ValueError(f"engine benchmark: {scenarios} scenarios do not split over {len(devices)} devices")
-    mesh = jax.sharding.Mesh(devices, ("batch",))
-    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
-    return jax.device_put(host, sharding)
 
 
 def agent_step_cost_ratio(large: BenchRecord, small: BenchRecord) -> float:
@@ -74,9 +75,14 @@ def agent_step_cost_ratio(large: BenchRecord, small: BenchRecord) -> float:
     return small.rate("agent_steps_per_s") / large.rate("agent_steps_per_s")
 
 
-def run_engine_sweep(agents: Iterable[int], scenarios: int, steps: int, harness: HarnessConfig,
-                     device_counts: Iterable[int | None] = (None,),
-                     log: Callable[[str], None] | None = None) -> tuple[list[BenchRecord], dict[int, float]]:
+def run_engine_sweep(
+    agents: Iterable[int],
+    scenarios: int,
+    steps: int,
+    harness: HarnessConfig,
+    device_counts: Iterable[int | None] = (None,),
+    log: Callable[[str], None] | None = None,
+) -> tuple[list[BenchRecord], dict[int, float]]:
     """``run_engine`` on ``scenarios`` x n agents x ``steps`` for every device count (None:
     all devices) and every n in ``agents``; returns the records and, per device count that has
     both 32 and 128 agents, the cost ratio 128 vs 32 (also stored in the 128-agent record's
@@ -101,12 +107,16 @@ def run_engine_sweep(agents: Iterable[int], scenarios: int, steps: int, harness:
 
 def markdown_table(records: list[BenchRecord]) -> str:
     """The engine records as a Markdown table (for BENCHMARKS.md), one row per record."""
-    lines = ["| workload | devices | agent-steps/s (median) | p5 .. p95 | 95% CI | scenarios/s | compile s |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| workload | devices | agent-steps/s (median) | p5 .. p95 | 95% CI | scenarios/s | compile s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         a, s = r.agent_steps_per_s, r.scenarios_per_s
-        lines.append(f"| {r.workload} | {r.device_count} | {a['median'] / 1e6:.2f} M "
-                     f"| {a['p5'] / 1e6:.2f} .. {a['p95'] / 1e6:.2f} M "
-                     f"| {a['ci_low'] / 1e6:.2f} .. {a['ci_high'] / 1e6:.2f} M | {s['median']:,.0f} "
-                     f"| {r.compile_s:.1f} |")
+        lines.append(
+            f"| {r.workload} | {r.device_count} | {a['median'] / 1e6:.2f} M "
+            f"| {a['p5'] / 1e6:.2f} .. {a['p95'] / 1e6:.2f} M "
+            f"| {a['ci_low'] / 1e6:.2f} .. {a['ci_high'] / 1e6:.2f} M | {s['median']:,.0f} "
+            f"| {r.compile_s:.1f} |"
+        )
     return "\n".join(lines)
