@@ -25,16 +25,20 @@ import jax
 import numpy as np
 
 
-def pure_rollout_rate(cfg, policy=None, repeats: int = 5) -> float:
-    """Env steps/s of ``simulate`` on num_envs pool scenarios for one episode: the ego driven
-    by ``policy`` (MLPParams: the policy being trained, evaluated every step as in training)
-    or, with None, at constant speed."""
-    from drivesim.core.rollout import simulate
+def rollout_batch(cfg):
+    """The num_envs pool scenarios the rollout rates are measured on, on the device."""
     from drivesim.train.env import host_scenarios, scenario_ids
 
-    ids = scenario_ids(cfg.env)[: cfg.ppo.num_envs]
-    ids = np.resize(ids, cfg.ppo.num_envs)
-    batch = jax.device_put(host_scenarios(cfg.env, ids))
+    ids = np.resize(scenario_ids(cfg.env)[: cfg.ppo.num_envs], cfg.ppo.num_envs)
+    return jax.device_put(host_scenarios(cfg.env, ids))
+
+
+def pure_rollout_rate(cfg, batch, policy=None, repeats: int = 5) -> float:
+    """Env steps/s of ``simulate`` on ``batch`` (see rollout_batch) for one episode: the ego
+    driven by ``policy`` (MLPParams: the policy being trained, evaluated every step as in
+    training) or, with None, at constant speed."""
+    from drivesim.core.rollout import simulate
+
     sim = dataclasses.replace(cfg.env.sim, policy="constant") if policy is None else cfg.env.sim
     jax.block_until_ready(simulate(batch, policy, sim))
     times = []
@@ -137,7 +141,8 @@ def main() -> None:
     from drivesim.train.policy_io import load_policy
 
     policy = load_policy(report["learning"]["policy_file"])
-    sim_rate, constant_rate = pure_rollout_rate(cfg, policy), pure_rollout_rate(cfg)
+    batch = rollout_batch(cfg)
+    sim_rate, constant_rate = pure_rollout_rate(cfg, batch, policy), pure_rollout_rate(cfg, batch)
     train_rate = report["learning"]["train_steps_per_s"]
     report["throughput"] = dict(train_env_steps_per_s=train_rate, pure_rollout_steps_per_s=sim_rate,
                                 cost_ratio=sim_rate / train_rate, target_ratio=3.0,
