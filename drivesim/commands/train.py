@@ -19,13 +19,15 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def train(
         family: str = typer.Option("highway", help="Synthetic scenario family of the training pool."),
-        steps: int = typer.Option(2_000_000, help="Environment steps to train for (whole updates)."),
+        steps: int = typer.Option(10_000_000, help="Environment steps to train for (whole updates)."),
         envs: int = typer.Option(256, help="Parallel environments (a multiple of the device count)."),
         agents: int = typer.Option(16, help="Agents per training scenario."),
         episode_steps: int = typer.Option(80, help="Episode length in steps of 0.1 s."),
         rollout: int = typer.Option(32, help="Rollout steps per environment per PPO update."),
         pool: int = typer.Option(512, help="Training scenarios kept on the devices (ids from 1,000,000)."),
-        lr: float = typer.Option(3e-4, help="Adam learning rate."),
+        lr: float = typer.Option(1e-3, help="Adam learning rate."),
+        anneal: bool = typer.Option(True, "--anneal/--no-anneal",
+                                    help="Learning rate falls linearly to 0 over the run's updates."),
         chunk: int = typer.Option(10, help="PPO updates per device call (one jitted lax.scan)."),
         checkpoint_every: int = typer.Option(50, help="Checkpoint every N updates (a multiple of --chunk)."),
         devices: int = typer.Option(None, help="Devices of the data-parallel mesh [default: all]."),
@@ -44,12 +46,12 @@ def register(app: typer.Typer) -> None:
 
         out = out or pathlib.Path("runs/train")
         checkpoint_every = max(chunk, checkpoint_every // chunk * chunk)
-        batch = envs * rollout
+        updates = max(1, math.ceil(steps / (envs * rollout)))
         cfg = TrainConfig(
             env=EnvConfig(family=family, num_agents=agents, episode_steps=episode_steps, pool_size=pool),
-            ppo=PPOConfig(num_envs=envs, rollout_steps=rollout, learning_rate=lr),
-            updates=max(1, math.ceil(steps / batch)), chunk=chunk, checkpoint_every=checkpoint_every,
-            seed=seed,
+            ppo=PPOConfig(num_envs=envs, rollout_steps=rollout, learning_rate=lr,
+                          anneal_updates=updates if anneal else None),
+            updates=updates, chunk=chunk, checkpoint_every=checkpoint_every, seed=seed,
         )
         chosen = jax.devices()[:devices] if devices else None
         try:

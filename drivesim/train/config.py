@@ -26,7 +26,7 @@ class RewardConfig:
     Collision and off-road also end the episode, so they cost the progress not made.
     """
 
-    progress_weight: float = 0.1
+    progress_weight: float = 0.3
     collision_penalty: float = 30.0
     offroad_penalty: float = 10.0
     jerk_weight: float = 0.002
@@ -43,16 +43,15 @@ class EnvConfig:
     outside that range. family_seed: the family's campaign seed.
 
     sort_schedule: when the engine's odd-even re-sort pass runs (``SimConfig.resort_every``).
-    ``"episode"`` (default): driven by each episode's own step, exactly as
-    :func:`drivesim.core.rollout.rollout` does, so observations equal evaluation's bit for bit.
-    ``"global"`` (opt-in, faster): driven by one step counter shared by every environment, so the
+    ``"global"`` (default): driven by one step counter shared by every environment, so the
     engine's re-sort is a real branch under ``vmap`` (about 5x cheaper per step on CPU than a
     per-environment predicate, which makes XLA run both branches). Episodes restart at
     different times, so the schedule relative to an episode's start differs from evaluation's;
     the order only affects which neighbours the observation lists first (and the window-overflow
-    diagnostic), never the physics. It lifts the env from ~0.25M to ~0.9M steps/s on CPU but
-    the whole update only ~5% (the PPO epochs dominate) and changed the learning outcome, so
-    it is not the default.
+    diagnostic), never the physics. ``"episode"``: driven by each episode's own step, exactly as
+    :func:`drivesim.core.rollout.rollout` does, so observations equal evaluation's bit for bit;
+    it about doubles the environment's cost per step on CPU. Both learned alike over 3 seeds
+    each (BENCHMARKS.md, Training).
     """
 
     family: str = "highway"
@@ -63,7 +62,7 @@ class EnvConfig:
     family_seed: int = 0
     obs_neighbours: int = 6
     dt: float = 0.1
-    sort_schedule: str = "episode"
+    sort_schedule: str = "global"
     reward: RewardConfig = field(default_factory=RewardConfig)
 
     @property
@@ -83,23 +82,26 @@ class PPOConfig:
 
     One update = ``rollout_steps`` steps of ``num_envs`` environments, then ``epochs`` passes of
     ``minibatches`` minibatches each. init_log_std: initial log standard deviation of the
-    Gaussian in the actor's unit action space, per (accel, steer).
+    Gaussian in the actor's unit action space, per (accel, steer). anneal_updates: when set,
+    the learning rate falls linearly from ``learning_rate`` to 0 over that many updates (and
+    stays 0 after); part of the config, so a resumed run keeps the same schedule.
     """
 
     num_envs: int = 256
     rollout_steps: int = 32
-    epochs: int = 4
+    epochs: int = 3
     minibatches: int = 4
-    learning_rate: float = 3e-4
+    learning_rate: float = 1e-3
     gamma: float = 0.99
     gae_lambda: float = 0.95
     clip_eps: float = 0.2
     vf_coef: float = 0.5
     ent_coef: float = 0.0
     max_grad_norm: float = 0.5
-    hidden: tuple[int, ...] = (64, 64)
+    hidden: tuple[int, ...] = (32, 32)
     init_log_std: tuple[float, float] = (-1.0, -3.0)
     actor_last_scale: float = 0.01
+    anneal_updates: int | None = None
 
     @property
     def batch_steps(self) -> int:
@@ -133,6 +135,8 @@ class TrainConfig:
         if self.checkpoint_every % self.chunk:
             raise ValueError(f"TrainConfig.checkpoint_every={self.checkpoint_every} must be a multiple of "
                              f"chunk={self.chunk}")
+        if p.anneal_updates is not None and p.anneal_updates < 1:
+            raise ValueError(f"TrainConfig.ppo.anneal_updates={p.anneal_updates} must be >= 1 (or None)")
         if self.env.sort_schedule not in ("global", "episode"):
             raise ValueError(f"TrainConfig.env.sort_schedule={self.env.sort_schedule!r}: "
                              "use 'global' or 'episode'")

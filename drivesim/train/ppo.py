@@ -85,9 +85,13 @@ class UpdateMetrics:
 
 
 def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
-    """Adam with global-norm gradient clipping."""
+    """Adam with global-norm gradient clipping; the learning rate decays linearly to 0 over
+    ``ppo.anneal_updates`` updates when that is set (one optimiser step per minibatch)."""
     p = cfg.ppo
-    return optax.chain(optax.clip_by_global_norm(p.max_grad_norm), optax.adam(p.learning_rate, eps=1e-5))
+    rate = p.learning_rate
+    if p.anneal_updates is not None:
+        rate = optax.linear_schedule(p.learning_rate, 0.0, p.anneal_updates * p.epochs * p.minibatches)
+    return optax.chain(optax.clip_by_global_norm(p.max_grad_norm), optax.adam(rate, eps=1e-5))
 
 
 def make_mesh(devices=None) -> Mesh:
