@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from drivesim.train.config import tiny_config
 from drivesim.train.env import build_pool
@@ -46,3 +49,19 @@ def test_one_and_eight_devices_learn_the_same():
         jax.tree_util.tree_leaves(p1), jax.tree_util.tree_leaves(jax.device_get(
             Trainer(cfg, pool, make_mesh(jax.devices()[:1])).init_state().params)), strict=True))
     assert moved > 1e-4  # the updates changed the parameters (the comparison is not vacuous)
+
+
+def test_annealed_learning_rate_reaches_zero():
+    """anneal_updates=1: the first update learns, the second runs at learning rate 0."""
+    base = tiny_config(updates=2, chunk=1)
+    cfg = dataclasses.replace(base, ppo=dataclasses.replace(base.ppo, anneal_updates=1))
+    trainer = Trainer(cfg, build_pool(cfg.env), make_mesh(jax.devices()[:1]))
+    start = trainer.init_state()
+    one, _ = trainer.run(start, 1)
+    two, _ = trainer.run(one, 1)
+    leaves = lambda s: jax.tree_util.tree_leaves(jax.device_get(s.params))  # noqa: E731
+    assert any(np.any(a != b) for a, b in zip(leaves(start), leaves(one), strict=True))
+    for a, b in zip(leaves(one), leaves(two), strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="anneal_updates"):
+        dataclasses.replace(base, ppo=dataclasses.replace(base.ppo, anneal_updates=0)).validate()
