@@ -164,7 +164,8 @@ def _rows(metrics: UpdateMetrics, first_update: int, cfg: TrainConfig, rate: flo
             update=update, env_steps=update * cfg.ppo.batch_steps,
             mean_return=float(values["mean_return"][i]), collision_rate=float(values["collision_rate"][i]),
             offroad_rate=float(values["offroad_rate"][i]), progress=float(values["progress"][i]),
-            mean_reward=float(values["mean_reward"][i]), episodes=int(values["episodes"][i]), steps_per_s=rate, wall_s=wall,
+            mean_reward=float(values["mean_reward"][i]), episodes=int(values["episodes"][i]),
+            steps_per_s=rate, wall_s=wall,
             policy_loss=float(values["policy_loss"][i]), value_loss=float(values["value_loss"][i]),
             entropy=float(values["entropy"][i]), approx_kl=float(values["approx_kl"][i]),
         ))
