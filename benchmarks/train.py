@@ -83,7 +83,9 @@ def interleaved_cost(cfg, pool, state, batch, devices, rounds: int = 9) -> dict:
                 pure_rollout_steps_per_s=1 / float(np.median(sim_s)))
 
 
-def learning(cfg, out: pathlib.Path, held_out: int, devices) -> dict:
+def learning_and_cost(cfg, out: pathlib.Path, held_out: int, devices) -> tuple[dict, dict]:
+    """Train from scratch, evaluate untrained and trained policies on held-out ids, then
+    measure the cost ratio from the trained state (see interleaved_cost): (cost, learning)."""
     from drivesim.train.env import build_pool
     from drivesim.train.evaluate import evaluate_campaign, evaluate_direct, held_out_ids
     from drivesim.train.loop import export_policy, train
@@ -181,7 +183,7 @@ def main() -> None:
                   learning_rate=cfg.ppo.learning_rate, anneal_updates=cfg.ppo.anneal_updates,
                   sort_schedule=cfg.env.sort_schedule,
                   reward=dataclasses.asdict(cfg.env.reward))
-    cost, report["learning"] = learning(cfg, args.out, held_out, devices)
+    cost, report["learning"] = learning_and_cost(cfg, args.out, held_out, devices)
     constant_rate = pure_rollout_rate(cfg, rollout_batch(cfg))
     report["throughput"] = dict(
         cost, target_ratio=3.0, train_run_env_steps_per_s=report["learning"]["train_steps_per_s"],
