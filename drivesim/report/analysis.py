@@ -9,24 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from drivesim.bench import bottleneck as rule
 from drivesim.bench.bottleneck import PHASES as PHASE_NAMES
 
 PHASE_LABELS = {"load": "load", "h2d": "transfer", "compute": "compute", "d2h": "return", "write": "write"}
 PHASES = tuple((f"{name}_s", PHASE_LABELS[name]) for name in PHASE_NAMES)  # (ledger column, label)
-
-RECOMMENDATIONS = {
-    "load": "Loading is the bottleneck: add loader threads, prefer the Parquet scenario store to XML "
-            "(`drivesim import`), or deepen the prefetch queue so loading overlaps compute.",
-    "transfer": "Host-to-device transfer is the bottleneck: use larger batches, tighter size classes "
-                "(less padding), and keep device prefetch on so the next batch moves during compute.",
-    "compute": "The devices are the bottleneck (compute-bound), which is where a campaign should be: "
-               "add devices, or cut padded agent slots and steps to go faster.",
-    "return": "Returning results is the bottleneck: reduce on the devices and bring back only "
-              "per-scenario metrics, never trajectories.",
-    "write": "Writing results is the bottleneck: write larger shards (bigger batches) or move "
-             "writing to a background thread.",
-}
-
 
 @dataclass(frozen=True)
 class Throughput:
@@ -95,7 +82,9 @@ def downsample(x: np.ndarray, y: np.ndarray, max_points: int = 2000) -> tuple[np
 
 @dataclass(frozen=True)
 class Verdict:
-    """Where a campaign's time went: totals per phase (seconds) and the bottleneck in words."""
+    """Where a campaign's time went, by the rule of :mod:`drivesim.bench.bottleneck` (the one
+    ``drivesim bench pipeline`` applies): totals per phase and ``other`` (seconds, with the
+    wall span), the bottleneck category, its share of the stage time and the verdict in words."""
 
     totals: dict[str, float]
     bottleneck: str
@@ -103,21 +92,18 @@ class Verdict:
     text: str
 
 
-def bottleneck(phases: list[dict]) -> Verdict | None:
-    """The phase with the largest total time, its share and a recommendation; None without data."""
-    totals = {label: float(np.nansum(column(phases, key))) for key, label in PHASES}
-    measured = {k: v for k, v in totals.items() if v > 0}
-    if not measured:
+def bottleneck(phases: list[dict], loader_threads: int = 1) -> Verdict | None:
+    """The bottleneck of ledger ``phases`` rows (``load`` shared by ``loader_threads``),
+    its share and a recommendation; None without measured time."""
+    totals = rule.totals_from_rows(phases, loader_threads)
+    found = rule.verdict(totals)
+    if not any(found.shares.values()):
         return None
-    total = sum(measured.values())
-    name = max(measured, key=measured.get)
-    share = measured[name] / total
-    parts = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(measured.items(), key=lambda kv: -kv[1]))
-    text = f"Bottleneck: {name} ({share:.0%} of measured phase time; {parts}). {RECOMMENDATIONS[name]}"
-    close = [k for k, v in measured.items() if k != name and v >= 0.8 * measured[name]]
-    if close:
-        text += f" Close behind: {', '.join(close)}; look at {'it' if len(close) == 1 else 'them'} too."
-    return Verdict(totals=totals, bottleneck=name, share=share, text=text)
+    share = found.shares[found.bottleneck]
+    ranked = sorted(found.shares.items(), key=lambda kv: -kv[1])
+    parts = ", ".join(f"{k} {v:.0%}" for k, v in ranked if v > 0)
+    text = f"Bottleneck: {found.bottleneck} ({share:.0%} of stage time; {parts}). {found.recommendation}."
+    return Verdict(totals=totals.as_dict(), bottleneck=found.bottleneck, share=share, text=text)
 
 
 def knee(batch_sizes: np.ndarray, rates: np.ndarray, fraction: float = 0.9) -> int | None:

@@ -27,6 +27,8 @@ class CampaignData:
     batches: ledger ``batches`` rows (dicts), sorted by ``batch_id``.
     bench / scale: JSON-line records (dicts) from ``bench/*.jsonl`` / ``scale/*.jsonl``.
     busy: the parsed ``profile/busy.json`` or None.
+    loader_threads: the campaign's loader threads (``campaign.toml``; 1 when unknown), which
+    share the ``load`` phase in the bottleneck verdict.
     outcomes: aggregates over the ``results`` view, or None without result shards.
     warnings: human-readable problems met while loading (file names included, unescaped).
     """
@@ -39,6 +41,7 @@ class CampaignData:
     scale: list[dict] = field(default_factory=list)
     busy: dict | None = None
     outcomes: Outcomes | None = None
+    loader_threads: int = 1
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -55,6 +58,7 @@ def load_campaign(root: str | Path) -> CampaignData:
     ledger = root / "ledger.sqlite"
     if ledger.is_file():
         _load_ledger(ledger, data)
+    data.loader_threads = _loader_threads(root / "campaign.toml", data.warnings)
     data.bench = _load_jsonl_dir(root / "bench", data.warnings)
     data.scale = _load_jsonl_dir(root / "scale", data.warnings)
     data.busy = _load_busy(root / "profile" / "busy.json", data.warnings)
@@ -65,6 +69,20 @@ def load_campaign(root: str | Path) -> CampaignData:
         except Exception as exc:  # a corrupt shard must not stop the report
             data.warnings.append(f"results in {root / 'results'} could not be read: {exc}")
     return data
+
+
+def _loader_threads(path: Path, warnings: list[str]) -> int:
+    """``loader_threads`` of the campaign's config (1 when the file or the key is missing)."""
+    if not path.is_file():
+        return 1
+    try:
+        import tomllib
+
+        value = tomllib.loads(path.read_text()).get("loader_threads", 1)
+        return max(1, int(value))
+    except (OSError, ValueError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        warnings.append(f"{path} could not be read: {exc}")
+        return 1
 
 
 def result_shards(root: Path) -> list[Path]:

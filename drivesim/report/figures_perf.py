@@ -71,7 +71,7 @@ def phases_section(data: CampaignData) -> Section:
         section.blocks.append(layout(fig, "Batch wall-time distribution", "seconds per batch", "batches"))
     if data.phases:
         section.blocks.append(_phase_bars(data.phases))
-        found = analysis.bottleneck(data.phases)
+        found = analysis.bottleneck(data.phases, data.loader_threads)
         if found is not None:
             section.blocks.append(verdict(found.text))
     for r in data.bench:

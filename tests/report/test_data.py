@@ -81,7 +81,7 @@ def test_throughput_series():
 
 def test_bottleneck_and_knee_and_amdahl():
     verdict = analysis.bottleneck([dict(load_s=3.0, h2d_s=0.1, compute_s=1.0, d2h_s=0.0, write_s=0.2)])
-    assert verdict.bottleneck == "load" and "loader threads" in verdict.text
+    assert verdict.bottleneck == "input-bound" and "loader threads" in verdict.text
     assert analysis.bottleneck([{}]) is None
     sizes, rates = np.array([64, 256, 1024, 4096]), np.array([300.0, 700.0, 880.0, 900.0])
     assert analysis.knee(sizes, rates) == 2
@@ -106,3 +106,20 @@ def test_busy_json_from_a_real_profiler_trace(tmp_path):
     busy = device_busy(data.busy)
     assert busy.names and all(0.0 <= f <= 1.0 for f in busy.fractions)
     assert max(busy.fractions) > 0.0
+
+
+def test_dashboard_verdict_is_the_bench_rule(tmp_path):
+    """The dashboard and ``drivesim bench pipeline`` give the same verdict on the same rows:
+    load shared by the campaign's loader threads (from campaign.toml), unaccounted wall time
+    as host time."""
+    from drivesim.bench.bottleneck import totals_from_rows, verdict
+
+    rows = [dict(load_s=3.0, h2d_s=0.1, compute_s=2.0, d2h_s=0.0, write_s=0.2, wall_start=0.0, wall_end=2.5)]
+    for threads, expected in ((1, "input-bound"), (4, "compute-bound")):
+        found = analysis.bottleneck(rows, threads)
+        assert found.bottleneck == verdict(totals_from_rows(rows, threads)).bottleneck == expected
+    (tmp_path / "campaign.toml").write_text('sources = ["synthetic:highway"]\nloader_threads = 4\n')
+    assert load_campaign(tmp_path).loader_threads == 4
+    (tmp_path / "campaign.toml").write_text("loader_threads = [")
+    broken = load_campaign(tmp_path)
+    assert broken.loader_threads == 1 and any("campaign.toml" in w for w in broken.warnings)
