@@ -19,7 +19,7 @@ from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
-from drivesim.core.road import RouteSegments, agent_segments, on_road, point_at, project
+from drivesim.core.road import Projection, RouteSegments, agent_segments, on_road, point_at, project
 from drivesim.core.types import (
     Array,
     IDMParams,
@@ -91,13 +91,15 @@ def dyn_fields(x, y, heading, speed, accel, valid) -> dict:
 
 @pytree_dataclass
 class SimState:
-    """State of one scenario during a rollout: agents; each agent's gap to its leader
-    (+inf: none) and the leader's speed, (N,) each, searched at the end of the previous
-    step (so the search has one consumer and XLA evaluates it once instead of once per
-    row it feeds); step t (); ego start arc length (); the largest box diagonal ()
+    """State of one scenario during a rollout: agents; their projection onto their routes
+    (fields (N,)) and each agent's gap to its leader (+inf: none) and the leader's speed,
+    (N,) each, all computed at the end of the previous step (the step's metrics need them
+    there anyway, and the search then has one consumer, so XLA evaluates it once instead of
+    once per row it feeds); step t (); ego start arc length (); the largest box diagonal ()
     (window-overflow reach); the running metrics."""
 
     agents: SortedAgents
+    proj: Projection
     lead_gap: Array
     lead_speed: Array
     t: Array
@@ -142,6 +144,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     return SimState(
         agents=agents,
+        proj=proj,
         **_leader_state(agents, proj, scenario, config),
         t=jnp.zeros((), jnp.int32),
         ego_s0=at_ego(agents.is_ego, proj.s),
@@ -150,7 +153,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     )
 
 
-def _ego_controls(state, config, policy, proj, ego_pre):
+def _ego_controls(state, config, policy, ego_pre):
     """The ego's (accel, tan(steer)) under ``config.policy``; each (). ``ego_pre`` holds
     the ego's speed, gap, leader speed and lane-keeping tan(steer) before the step."""
     ego_speed, ego_gap, ego_lead, lane_tan = ego_pre
@@ -162,15 +165,15 @@ def _ego_controls(state, config, policy, proj, ego_pre):
         index = jnp.minimum(state.t, policy.actions.shape[0] - 1)
         accel, steer = policy.actions[index, 0], policy.actions[index, 1]
     else:
-        obs = observation_of(state, proj, config)
+        obs = observation_of(state, config)
         accel, steer = behavior.action_from_unit(behavior.mlp_forward(policy, obs), config)
     steer = jnp.clip(steer, -config.max_steer, config.max_steer)
     return accel, jnp.tan(steer)
 
 
-def observation_of(state: SimState, proj, config: SimConfig) -> Array:
+def observation_of(state: SimState, config: SimConfig) -> Array:
     """Ego observation of a SimState (see drivesim.core.observation)."""
-    a = state.agents
+    a, proj = state.agents, state.proj
     progress = at_ego(a.is_ego, proj.s) - state.ego_s0
     return ego_observation(
         a.x, a.y, a.cos_h, a.sin_h, a.speed, a.valid, a.is_ego, proj.d, proj.tx, proj.ty,
@@ -191,9 +194,9 @@ def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig) 
     return {"lead_gap": gap, "lead_speed": speed}
 
 
-def _leaders(state: SimState, proj, scenario: Scenario, config: SimConfig):
+def _leaders(state: SimState, scenario: Scenario, config: SimConfig):
     """Gap to, and speed of, each agent's leader (vehicle or yield line); (N,) each."""
-    a = state.agents
+    a, proj = state.agents, state.proj
     gap, lead_v = state.lead_gap, state.lead_speed
     has_lead = jnp.isfinite(gap)
     busy = behavior.conflict_busy(
@@ -262,8 +265,8 @@ def advance(
     t = state.t
     active = scenario.valid & (t < scenario.episode_length)
     with jax.named_scope("leaders"):
-        proj = project(a.x, a.y, a.seg)
-        gap, lead_v, has_lead = _leaders(state, proj, scenario, config)
+        proj = state.proj
+        gap, lead_v, has_lead = _leaders(state, scenario, config)
     with jax.named_scope("controls"):
         accel = behavior.follow_acceleration(a.speed, gap, lead_v, a.idm)
         target_x, target_y = point_at(proj.s + behavior.lookahead_distance(a.speed, config), a.seg)
@@ -274,7 +277,7 @@ def advance(
         )
         ego_pre = _ego_values(a.is_ego, [a.speed, gap, lead_v, lane_tan, has_lead, a.accel])
         if ego_action is None:
-            ego_accel, ego_tan = _ego_controls(state, config, policy, proj, ego_pre[:4])
+            ego_accel, ego_tan = _ego_controls(state, config, policy, ego_pre[:4])
         else:
             ego_accel = ego_action[0]
             ego_tan = jnp.tan(jnp.clip(ego_action[1], -config.max_steer, config.max_steer))
@@ -302,7 +305,7 @@ def advance(
     with jax.named_scope("leaders"):
         leaders = _leader_state(agents, proj, scenario, config)
     new_state = SimState(
-        agents=agents, **leaders, t=t + 1, ego_s0=state.ego_s0, reach=state.reach, metrics=metrics
+        agents=agents, proj=proj, **leaders, t=t + 1, ego_s0=state.ego_s0, reach=state.reach, metrics=metrics
     )
     return new_state, info
 

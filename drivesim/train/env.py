@@ -16,7 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from drivesim.core import behavior
-from drivesim.core.road import project
 from drivesim.core.rollout import SimState, advance, observation_of, reset
 from drivesim.core.types import Array, Scenario, pytree_dataclass
 from drivesim.scenarios.batching import pad_and_stack
@@ -87,8 +86,7 @@ def host_scenarios(cfg: EnvConfig, ids) -> Scenario:
 
 def observe(state: SimState, cfg: EnvConfig) -> Array:
     """Ego observation (obs_size,) of one SimState, as the engine's MLP policy computes it."""
-    a = state.agents
-    return observation_of(state, project(a.x, a.y, a.seg), cfg.sim)
+    return observation_of(state, cfg.sim)
 
 
 def time_fraction(env: EnvState) -> Array:
