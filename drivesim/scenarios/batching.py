@@ -12,6 +12,11 @@ from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, LogTrajecto
 from drivesim.core.validate import ScenarioError
 from drivesim.scenarios.record import ScenarioRecord
 
+# padding value of each AgentState field (pad_scenario and stack_bucket's fast path)
+AGENT_FILL = dict(
+    x=0.0, y=0.0, heading=0.0, speed=0.0, accel=0.0, length=1.0, width=1.0, valid=False, route=0
+)
+
 
 def _pad_axis(values: np.ndarray, axis: int, size: int, fill) -> np.ndarray:
     """Pad ``values`` along ``axis`` to ``size`` with ``fill`` (or the last entry if fill='edge')."""
@@ -40,11 +45,7 @@ def pad_scenario(
     """
     ag = sc.agents
     pa = lambda v, fill: _pad_axis(np.asarray(v), 0, num_agents, fill)  # noqa: E731
-    agents = AgentState(
-        x=pa(ag.x, 0.0), y=pa(ag.y, 0.0), heading=pa(ag.heading, 0.0), speed=pa(ag.speed, 0.0),
-        accel=pa(ag.accel, 0.0), length=pa(ag.length, 1.0), width=pa(ag.width, 1.0),
-        valid=pa(ag.valid, False), route=pa(ag.route, 0),
-    )
+    agents = AgentState(**{k: pa(getattr(ag, k), fill) for k, fill in AGENT_FILL.items()})
     idm = IDMParams(**{k: pa(getattr(sc.idm, k), IDM_DEFAULTS[k]) for k in IDM_DEFAULTS})
     centers = _pad_axis(np.asarray(sc.road.centers), 1, num_points, "edge")
     centers = _pad_axis(centers, 0, num_lanes, 0.0)
@@ -291,7 +292,7 @@ def _fill_bucket(scenarios: list[Scenario], key: BucketKey, batch_size: int | No
         return padded(name, (key.agents,), fill)
 
     agents = AgentState(
-        **{k: agent("agents." + k, fill) for k, fill in _AGENT_FILL.items()}
+        **{k: agent("agents." + k, fill) for k, fill in AGENT_FILL.items()}
     )
     road = RoadMap(
         centers=padded("road.centers", grid, 0.0, edge=True),
@@ -312,12 +313,6 @@ def _fill_bucket(scenarios: list[Scenario], key: BucketKey, batch_size: int | No
         valid=plain("valid", np.asarray(False)),
         log=_fill_logs(scenarios, key, total),
     )
-
-
-# padding value of each AgentState field (as in pad_scenario)
-_AGENT_FILL = dict(
-    x=0.0, y=0.0, heading=0.0, speed=0.0, accel=0.0, length=1.0, width=1.0, valid=False, route=0
-)
 
 
 def _fill_logs(scenarios: list[Scenario], key: BucketKey, total: int) -> LogTrajectory | None:
