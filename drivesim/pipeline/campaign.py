@@ -217,7 +217,7 @@ class _Runner:
         for attempt in range(self.config.retries + 1):
             try:
                 if attempt > 0 or launch.result is None:
-                    launch.dispatched, launch.result = time.perf_counter(), None
+                    launch.dispatched = time.perf_counter()
                     launch.result = self.device.run(self.device.put(work.scenario))
                 block(launch.result)
                 ready = time.perf_counter()
