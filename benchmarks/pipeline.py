@@ -78,17 +78,20 @@ class SlowSource(SyntheticSource):
         return self.pool[position % len(self.pool)]
 
 
-def compute_seconds(config: CampaignConfig, source, repeats: int = 8) -> tuple[float, DeviceRunner]:
-    """Seconds per batch of the devices alone: ``repeats`` full batches already on the devices
-    (put before the clock starts), dispatched back to back, each waited for and fetched (after
-    one compiling call). The ceiling the pipeline can reach: no host work in its way."""
+def device_runner(config: CampaignConfig) -> DeviceRunner:
+    """The campaign's device side (executor, policy) for the compute and serial rates."""
     spec = policy_spec(config)
-    runner = DeviceRunner(config, SimConfig(num_steps=config.num_steps, policy=spec.kind), spec)
-    records = source.pool[: config.batch_size]
-    host = stack_batch(records, config.agents, config.batch_size)
+    return DeviceRunner(config, SimConfig(num_steps=config.num_steps, policy=spec.kind), spec)
+
+
+def compute_seconds(runner: DeviceRunner, host, rows: int, repeats: int = 8) -> float:
+    """Seconds per batch of the devices alone: ``repeats`` copies of the stacked ``host``
+    batch already on the devices (put before the clock starts), dispatched back to back, each
+    waited for and fetched (after one compiling call). The ceiling the pipeline can reach: no
+    host work in its way."""
     warm = runner.run(runner.put(host))
     block(warm)
-    runner.fetch(warm, config.batch_size)
+    runner.fetch(warm, rows)
     batches = [runner.put(host) for _ in range(repeats)]
     for dbatch in batches:
         block(dbatch)
@@ -96,8 +99,8 @@ def compute_seconds(config: CampaignConfig, source, repeats: int = 8) -> tuple[f
     results = [runner.run(dbatch) for dbatch in batches]
     for result in results:
         block(result)
-        runner.fetch(result, config.batch_size)
-    return (time.perf_counter() - start) / repeats, runner
+        runner.fetch(result, rows)
+    return (time.perf_counter() - start) / repeats
 
 
 def _planner(config: CampaignConfig, source, directory: Path, read_ahead: bool = True) -> Planner:
@@ -157,18 +160,20 @@ def measure(args, out: Path) -> dict:
         out=str(out / "pipelined"),
     )
     probe = SlowSource(count, args.agents, args.steps, 0.0, per_read=args.scenarios_per_read)
-    t_compute, runner = compute_seconds(config, probe)
+    runner = device_runner(config)
+    host = stack_batch(probe.pool[: args.batch_size], args.agents, args.batch_size)
+    t_compute = compute_seconds(runner, host, args.batch_size)
     loader_cpu: list[float] = []
     no_sleep = source_seconds(config, probe.variant(8 * args.batch_size, 0.0), out / "probe", loader_cpu)
     delay = calibrate_delay(config, probe, t_compute, out / "calibrate")
     cycles = []
     for r in range(args.repeats):
         t_source = source_seconds(config, probe.variant(count, delay), out / f"source{r}")
-        before = compute_seconds(config, probe)[0]
+        before = compute_seconds(runner, host, args.batch_size)
         t_pipe = pipelined_seconds(
             replace(config, out=str(out / f"pipelined{r}")), probe.variant(count, delay)
         )
-        t_compute = (before + compute_seconds(config, probe)[0]) / 2
+        t_compute = (before + compute_seconds(runner, host, args.batch_size)) / 2
         t_serial = serial_seconds(config, probe.variant(count, delay), runner, out / f"serial{r}")
         ceiling = min(1 / t_source, 1 / t_compute)
         cycles.append(
