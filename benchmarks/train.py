@@ -36,18 +36,18 @@ def rollout_batch(cfg):
     return jax.device_put(host_scenarios(cfg.env, ids))
 
 
-def pure_rollout_rate(cfg, batch, policy=None, repeats: int = 30) -> float:
-    """Env steps/s of ``simulate`` on ``batch`` (see rollout_batch) for one episode: the ego
-    driven by ``policy`` (MLPParams: the policy being trained, evaluated every step as in
-    training) or, with None, at constant speed. Median of ``repeats`` calls."""
+def constant_ego_rate(cfg, batch, repeats: int = 30) -> float:
+    """Env steps/s of ``simulate`` on ``batch`` (see rollout_batch) for one episode with the
+    ego at constant speed (the reference beside the MLP-ego cost ratio). Median of
+    ``repeats`` calls."""
     from drivesim.core.rollout import simulate
 
-    sim = dataclasses.replace(cfg.env.sim, policy="constant") if policy is None else cfg.env.sim
-    jax.block_until_ready(simulate(batch, policy, sim))
+    sim = dataclasses.replace(cfg.env.sim, policy="constant")
+    jax.block_until_ready(simulate(batch, None, sim))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        jax.block_until_ready(simulate(batch, policy, sim))
+        jax.block_until_ready(simulate(batch, None, sim))
         times.append(time.perf_counter() - t0)
     return cfg.ppo.num_envs * cfg.env.episode_steps / float(np.median(times))
 
@@ -83,9 +83,10 @@ def interleaved_cost(cfg, pool, state, batch, devices, rounds: int = 9) -> dict:
                 pure_rollout_steps_per_s=1 / float(np.median(sim_s)))
 
 
-def learning_and_cost(cfg, out: pathlib.Path, held_out: int, devices) -> tuple[dict, dict]:
+def learning_and_cost(cfg, out: pathlib.Path, held_out: int, devices, batch) -> tuple[dict, dict]:
     """Train from scratch, evaluate untrained and trained policies on held-out ids, then
-    measure the cost ratio from the trained state (see interleaved_cost): (cost, learning)."""
+    measure the cost ratio on ``batch`` (see rollout_batch) from the trained state (see
+    interleaved_cost): (cost, learning)."""
     from drivesim.train.env import build_pool
     from drivesim.train.evaluate import evaluate_campaign, evaluate_direct, held_out_ids
     from drivesim.train.loop import export_policy, train
@@ -107,7 +108,7 @@ def learning_and_cost(cfg, out: pathlib.Path, held_out: int, devices) -> tuple[d
         before = evaluate_direct(untrained.params.actor, cfg.env, ids)
         after = evaluate_direct(jax.device_get(result.state.params.actor), cfg.env, ids)
         how = "simulate"
-    cost = interleaved_cost(cfg, pool, result.state, rollout_batch(cfg), devices)
+    cost = interleaved_cost(cfg, pool, result.state, batch, devices)
     return cost, dict(
         evaluated_with=how, held_out_scenarios=held_out, train_wall_s=wall, compile_s=result.compile_s,
         policy_file=str(result.policy_path),
@@ -183,8 +184,9 @@ def main() -> None:
                   learning_rate=cfg.ppo.learning_rate, anneal_updates=cfg.ppo.anneal_updates,
                   sort_schedule=cfg.env.sort_schedule,
                   reward=dataclasses.asdict(cfg.env.reward))
-    cost, report["learning"] = learning_and_cost(cfg, args.out, held_out, devices)
-    constant_rate = pure_rollout_rate(cfg, rollout_batch(cfg))
+    batch = rollout_batch(cfg)  # one batch for both pure-simulation rates
+    cost, report["learning"] = learning_and_cost(cfg, args.out, held_out, devices, batch)
+    constant_rate = constant_ego_rate(cfg, batch)
     report["throughput"] = dict(
         cost, target_ratio=3.0, train_run_env_steps_per_s=report["learning"]["train_steps_per_s"],
         constant_ego_steps_per_s=constant_rate,
