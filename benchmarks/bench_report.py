@@ -33,27 +33,48 @@ def write_campaign(root: Path, rows: int, batches: int) -> None:
     con = sqlite3.connect(root / LEDGER_NAME)
     con.executescript(SCHEMA)
     con.execute("INSERT INTO meta VALUES ('devices', ?)", (json.dumps(["cpu"]),))
-    insert = (f"INSERT INTO phases (batch_id, {', '.join(PHASE_COLUMNS)}) "
-              f"VALUES ({', '.join('?' * (1 + len(PHASE_COLUMNS)))})")
+    insert = (
+        f"INSERT INTO phases (batch_id, {', '.join(PHASE_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * (1 + len(PHASE_COLUMNS)))})"
+    )
     t = 1.7e9
     families = np.array(["highway", "merge", "intersection", "commonroad"])
     for b in range(batches):
         ok = rng.random(per) > 0.01
-        table = pa.table({
-            "scenario_id": np.arange(b * per, (b + 1) * per, dtype=np.int64),
-            "family": families[rng.integers(0, 4, per)], "source": ["synthetic"] * per,
-            "num_agents": rng.integers(4, 64, per).astype(np.int32), "size_class": np.full(per, 64, np.int32),
-            "policy_id": rng.integers(0, 8, per).astype(np.int32),
-            "status": np.where(ok, "ok", "failed"),
-            "error": pa.array([None if o else "bad field" for o in ok], pa.string()),
-            "ego_collided": rng.random(per) < 0.1, "offroad": rng.random(per) < 0.02,
-            "progress_m": rng.normal(200, 30, per).astype(np.float32),
-            "min_ttc_s": rng.exponential(3, per).astype(np.float32),
-            "max_jerk": rng.gamma(2, 1.5, per).astype(np.float32), "has_nan": np.zeros(per, bool)})
+        table = pa.table(
+            {
+                "scenario_id": np.arange(b * per, (b + 1) * per, dtype=np.int64),
+                "family": families[rng.integers(0, 4, per)],
+                "source": ["synthetic"] * per,
+                "num_agents": rng.integers(4, 64, per).astype(np.int32),
+                "size_class": np.full(per, 64, np.int32),
+                "policy_id": rng.integers(0, 8, per).astype(np.int32),
+                "status": np.where(ok, "ok", "failed"),
+                "error": pa.array([None if o else "bad field" for o in ok], pa.string()),
+                "ego_collided": rng.random(per) < 0.1,
+                "offroad": rng.random(per) < 0.02,
+                "progress_m": rng.normal(200, 30, per).astype(np.float32),
+                "min_ttc_s": rng.exponential(3, per).astype(np.float32),
+                "max_jerk": rng.gamma(2, 1.5, per).astype(np.float32),
+                "has_nan": np.zeros(per, bool),
+            }
+        )
         pq.write_table(table, root / "results" / f"part-{b:08d}.parquet")
-        phases = dict(num_scenarios=per, size_class=64, wall_start=t, wall_end=t + 0.5, load_s=0.05,
-                      h2d_s=0.01, compute_s=0.4, d2h_s=0.01, write_s=0.03, compiled_bytes=10**7,
-                      device_bytes_in_use=None, device_peak_bytes=2 * 10**7, host_rss_bytes=5 * 10**8)
+        phases = dict(
+            num_scenarios=per,
+            size_class=64,
+            wall_start=t,
+            wall_end=t + 0.5,
+            load_s=0.05,
+            h2d_s=0.01,
+            compute_s=0.4,
+            d2h_s=0.01,
+            write_s=0.03,
+            compiled_bytes=10**7,
+            device_bytes_in_use=None,
+            device_peak_bytes=2 * 10**7,
+            host_rss_bytes=5 * 10**8,
+        )
         con.execute(insert, (b, *(phases[c] for c in PHASE_COLUMNS)))
         t += 0.45
     con.commit()
@@ -76,9 +97,18 @@ def main() -> None:
         loaded = time.perf_counter()
         page = render_dashboard(data)
         rendered = time.perf_counter()
-    print(json.dumps({"rows": rows, "batches": batches, "write_s": round(written - start, 2),
-                      "load_s": round(loaded - written, 3), "render_s": round(rendered - loaded, 3),
-                      "html_mib": round(len(page.encode()) / 2**20, 2)}))
+    print(
+        json.dumps(
+            {
+                "rows": rows,
+                "batches": batches,
+                "write_s": round(written - start, 2),
+                "load_s": round(loaded - written, 3),
+                "render_s": round(rendered - loaded, 3),
+                "html_mib": round(len(page.encode()) / 2**20, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

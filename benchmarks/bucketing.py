@@ -42,9 +42,15 @@ def pad_all(records, batch_size: int):
     key = BucketKey(agents=128, lanes=lanes, points=points, log_steps=None)
     batches = []
     for start in range(0, len(records), batch_size):
-        chunk = records[start:start + batch_size]
-        batches.append(HostBatch(scenario=stack_bucket(chunk, key), records=chunk,
-                                 positions=list(range(start, start + len(chunk))), size_class=128))
+        chunk = records[start : start + batch_size]
+        batches.append(
+            HostBatch(
+                scenario=stack_bucket(chunk, key),
+                records=chunk,
+                positions=list(range(start, start + len(chunk))),
+                size_class=128,
+            )
+        )
     return batches
 
 
@@ -81,9 +87,13 @@ def run(batches, steps: int, repeats: int) -> dict:
     real_steps = sum(min(int(r.scenario.episode_length), steps) * r.num_agents for r in records)
     simulated = sum(b.agent_slots for b in batches) * steps
     return {
-        "batches": len(batches), "shapes": len({(b.batch_size, b.size_class) for b in batches}),
-        "padding_waste": padding_waste(batches), "simulated_agent_steps": simulated,
-        "real_agent_steps": real_steps, "seconds": seconds, "real_agent_steps_per_s": real_steps / seconds,
+        "batches": len(batches),
+        "shapes": len({(b.batch_size, b.size_class) for b in batches}),
+        "padding_waste": padding_waste(batches),
+        "simulated_agent_steps": simulated,
+        "real_agent_steps": real_steps,
+        "seconds": seconds,
+        "real_agent_steps_per_s": real_steps / seconds,
     }
 
 
@@ -93,8 +103,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--mix", choices=("log", "uniform"), default="log",
-                        help="agent counts 4-128: log-uniform (family default) or uniform")
+    parser.add_argument(
+        "--mix",
+        choices=("log", "uniform"),
+        default="log",
+        help="agent counts 4-128: log-uniform (family default) or uniform",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="small run to check the script works")
     parser.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
@@ -105,25 +119,36 @@ def main() -> None:
     padded = run(pad_all(records, args.batch), args.steps, args.repeats)
     bucket = run(bucketed(records, args.batch), args.steps, args.repeats)
     result = {
-        "benchmark": "bucketing", "scenarios": args.scenarios, "steps": args.steps, "batch": args.batch,
-        "mix": args.mix, "mean_agents": float(np.mean([r.num_agents for r in records])),
-        "pad_to_128": padded, "bucketed": bucket,
+        "benchmark": "bucketing",
+        "scenarios": args.scenarios,
+        "steps": args.steps,
+        "batch": args.batch,
+        "mix": args.mix,
+        "mean_agents": float(np.mean([r.num_agents for r in records])),
+        "pad_to_128": padded,
+        "bucketed": bucket,
         "agent_steps_reduction": padded["simulated_agent_steps"] / bucket["simulated_agent_steps"],
         "throughput_gain": bucket["real_agent_steps_per_s"] / padded["real_agent_steps_per_s"],
     }
     if args.json:
         print(json.dumps(result))
         return
-    print(f"{args.scenarios} scenarios ({args.mix} mix, mean {result['mean_agents']:.1f} agents), "
-          f"{args.steps} steps, batch {args.batch}")
+    print(
+        f"{args.scenarios} scenarios ({args.mix} mix, mean {result['mean_agents']:.1f} agents), "
+        f"{args.steps} steps, batch {args.batch}"
+    )
     for name in ("pad_to_128", "bucketed"):
         r = result[name]
-        print(f"  {name:11s} batches {r['batches']:4d}  shapes {r['shapes']:2d}  "
-              f"waste {r['padding_waste']:6.2f}  "
-              f"agent-steps {r['simulated_agent_steps']:>12,d}  {r['seconds']:8.3f} s  "
-              f"{r['real_agent_steps_per_s'] / 1e6:8.2f} M real agent-steps/s")
-    print(f"  agent-steps cut {result['agent_steps_reduction']:.2f}x, "
-          f"real-agent throughput {result['throughput_gain']:.2f}x")
+        print(
+            f"  {name:11s} batches {r['batches']:4d}  shapes {r['shapes']:2d}  "
+            f"waste {r['padding_waste']:6.2f}  "
+            f"agent-steps {r['simulated_agent_steps']:>12,d}  {r['seconds']:8.3f} s  "
+            f"{r['real_agent_steps_per_s'] / 1e6:8.2f} M real agent-steps/s"
+        )
+    print(
+        f"  agent-steps cut {result['agent_steps_reduction']:.2f}x, "
+        f"real-agent throughput {result['throughput_gain']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -43,13 +43,17 @@ def main(argv=None) -> int:
     records, ratios = run_engine_sweep(args.agents, scenarios, args.steps, harness, device_counts)
     append_records(f"{args.out}/bench/engine.jsonl", records)
     r0 = records[0]
-    print(f"\nEngine ({r0.device_kind}, {r0.platform}, JAX {r0.jax_version}, {r0.machine}; "
-          f"median of {repeats} repeats after 1 warm-up, compile apart)\n")
+    print(
+        f"\nEngine ({r0.device_kind}, {r0.platform}, JAX {r0.jax_version}, {r0.machine}; "
+        f"median of {repeats} repeats after 1 warm-up, compile apart)\n"
+    )
     print(markdown_table(records))
     for devices, ratio in ratios.items():
         verdict = "meets" if ratio <= COST_RATIO_TARGET else "misses"
-        print(f"\n{devices} device(s): cost per agent-step, 128 vs 32 agents: {ratio:.2f}x "
-              f"({verdict} the <= {COST_RATIO_TARGET} target)")
+        print(
+            f"\n{devices} device(s): cost per agent-step, 128 vs 32 agents: {ratio:.2f}x "
+            f"({verdict} the <= {COST_RATIO_TARGET} target)"
+        )
     return 0
 
 

@@ -39,8 +39,14 @@ def main(argv=None) -> int:
     modes = ("strong", "weak") if args.mode == "both" else (args.mode,)
     failed = False
     for mode in modes:
-        config = ScaleConfig(mode=mode, max_devices=args.max_devices, repeats=repeats, price=args.price,
-                             workload=Workload(scenarios, args.agents, args.steps), engine=args.engine)
+        config = ScaleConfig(
+            mode=mode,
+            max_devices=args.max_devices,
+            repeats=repeats,
+            price=args.price,
+            workload=Workload(scenarios, args.agents, args.steps),
+            engine=args.engine,
+        )
         records = run_scaling(config)
         append_records(f"{args.out}/scale/{mode}.jsonl", records)
         failed |= _print(mode, records)
@@ -50,18 +56,24 @@ def main(argv=None) -> int:
 def _print(mode: str, records) -> bool:
     points = [r for r in records if r.kind == "scale"]
     r0 = points[0]
-    print(f"\n{mode.capitalize()} scaling, {r0.workload}{' per device' if mode == 'weak' else ''} "
-          f"({r0.device_kind}, {r0.backend}, JAX {r0.jax_version}, {r0.machine}; median of {r0.repeats})\n")
+    print(
+        f"\n{mode.capitalize()} scaling, {r0.workload}{' per device' if mode == 'weak' else ''} "
+        f"({r0.device_kind}, {r0.backend}, JAX {r0.jax_version}, {r0.machine}; median of {r0.repeats})\n"
+    )
     print("| devices | scenarios/s | p5 .. p95 | speed-up | efficiency | $ / M scenarios |")
     print("|---|---|---|---|---|---|")
     for r in points:
         s = r.scenarios_per_s
         cost = f"{r.cost_per_million:.4g}" if r.cost_per_million is not None else "n/a"
-        print(f"| {r.device_count} | {s['median']:,.1f} | {s['p5']:,.1f} .. {s['p95']:,.1f} | "
-              f"{r.speedup:.2f} | {r.efficiency:.2f} | {cost} |")
+        print(
+            f"| {r.device_count} | {s['median']:,.1f} | {s['p5']:,.1f} .. {s['p95']:,.1f} | "
+            f"{r.speedup:.2f} | {r.efficiency:.2f} | {cost} |"
+        )
     for fit in (r for r in records if r.kind == "amdahl"):
-        print(f"\nAmdahl: serial fraction p = {fit.serial_fraction:.4f} +- {fit.serial_fraction_std:.4f}, "
-              f"predicted ceiling {fit.ceiling:.1f}x")
+        print(
+            f"\nAmdahl: serial fraction p = {fit.serial_fraction:.4f} +- {fit.serial_fraction_std:.4f}, "
+            f"predicted ceiling {fit.ceiling:.1f}x"
+        )
     two = next((r for r in points if r.device_count == 2), None)
     if mode == "strong" and two is not None:
         ok = two.efficiency >= 0.9

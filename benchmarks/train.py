@@ -78,9 +78,14 @@ def interleaved_cost(cfg, pool, state, batch, devices, rounds: int = 9) -> dict:
             jax.block_until_ready(simulate(batch, policy, cfg.env.sim))
         sim_s.append((time.perf_counter() - t0) / (calls * episode_steps))
     ratios = [t / s for t, s in zip(train_s, sim_s, strict=True)]
-    return dict(rounds=rounds, cost_ratio=float(np.median(ratios)), cost_ratio_min=min(ratios),
-                cost_ratio_max=max(ratios), train_env_steps_per_s=1 / float(np.median(train_s)),
-                pure_rollout_steps_per_s=1 / float(np.median(sim_s)))
+    return dict(
+        rounds=rounds,
+        cost_ratio=float(np.median(ratios)),
+        cost_ratio_min=min(ratios),
+        cost_ratio_max=max(ratios),
+        train_env_steps_per_s=1 / float(np.median(train_s)),
+        pure_rollout_steps_per_s=1 / float(np.median(sim_s)),
+    )
 
 
 def learning_and_cost(cfg, out: pathlib.Path, held_out: int, devices, batch) -> tuple[dict, dict]:
@@ -110,10 +115,15 @@ def learning_and_cost(cfg, out: pathlib.Path, held_out: int, devices, batch) -> 
         how = "simulate"
     cost = interleaved_cost(cfg, pool, result.state, batch, devices)
     return cost, dict(
-        evaluated_with=how, held_out_scenarios=held_out, train_wall_s=wall, compile_s=result.compile_s,
+        evaluated_with=how,
+        held_out_scenarios=held_out,
+        train_wall_s=wall,
+        compile_s=result.compile_s,
         policy_file=str(result.policy_path),
-        env_steps=int(result.state.update) * cfg.ppo.batch_steps, train_steps_per_s=result.steps_per_s,
-        untrained=dataclasses.asdict(before), trained=dataclasses.asdict(after),
+        env_steps=int(result.state.update) * cfg.ppo.batch_steps,
+        train_steps_per_s=result.steps_per_s,
+        untrained=dataclasses.asdict(before),
+        trained=dataclasses.asdict(after),
         collision_lower=after.collision_rate < before.collision_rate,
         progress_higher=after.progress_m > before.progress_m,
     )
@@ -125,12 +135,14 @@ def resume_check(cfg, out: pathlib.Path, devices) -> dict:
     k = 2 * cfg.chunk
     for name in ("straight", "halves"):
         shutil.rmtree(out / name, ignore_errors=True)
-    straight = train(dataclasses.replace(cfg, updates=k, checkpoint_every=cfg.chunk), out / "straight",
-                     devices=devices)
+    straight = train(
+        dataclasses.replace(cfg, updates=k, checkpoint_every=cfg.chunk), out / "straight", devices=devices
+    )
     half = dataclasses.replace(cfg, updates=k // 2, checkpoint_every=cfg.chunk)
     train(half, out / "halves", devices=devices)
-    resumed = train(dataclasses.replace(cfg, updates=k, checkpoint_every=cfg.chunk), out / "halves",
-                    devices=devices)
+    resumed = train(
+        dataclasses.replace(cfg, updates=k, checkpoint_every=cfg.chunk), out / "halves", devices=devices
+    )
     a = jax.tree_util.tree_leaves(jax.device_get(straight.state.params))
     b = jax.tree_util.tree_leaves(jax.device_get(resumed.state.params))
     diff = max(float(np.max(np.abs(x - y))) for x, y in zip(a, b, strict=True))
@@ -145,12 +157,19 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=None, help="devices of the mesh (default all)")
     parser.add_argument("--epochs", type=int, default=None, help="PPO epochs per update")
     parser.add_argument("--minibatches", type=int, default=None, help="minibatches per epoch")
-    parser.add_argument("--sort-schedule", choices=("episode", "global"), default=None,
-                        help="EnvConfig.sort_schedule (default: EnvConfig's)")
+    parser.add_argument(
+        "--sort-schedule",
+        choices=("episode", "global"),
+        default=None,
+        help="EnvConfig.sort_schedule (default: EnvConfig's)",
+    )
     parser.add_argument("--progress-weight", type=float, default=None, help="RewardConfig.progress_weight")
     parser.add_argument("--hidden", type=int, nargs="+", default=None, help="hidden layer sizes of both MLPs")
-    parser.add_argument("--no-anneal", action="store_true", help="constant learning rate (default: decays "
-                        "linearly to 0 over --updates)")
+    parser.add_argument(
+        "--no-anneal",
+        action="store_true",
+        help="constant learning rate (default: decays linearly to 0 over --updates)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("runs/bench_train"))
     args = parser.parse_args()
@@ -161,9 +180,13 @@ def main() -> None:
         cfg = dataclasses.replace(tiny_config(), updates=args.updates or 300, chunk=50, checkpoint_every=50)
         held_out = args.held_out or 128
     else:
-        cfg = TrainConfig(env=EnvConfig(num_agents=16, episode_steps=80, pool_size=512),
-                          ppo=PPOConfig(num_envs=256, rollout_steps=32),
-                          updates=args.updates or 1200, chunk=20, checkpoint_every=100)
+        cfg = TrainConfig(
+            env=EnvConfig(num_agents=16, episode_steps=80, pool_size=512),
+            ppo=PPOConfig(num_envs=256, rollout_steps=32),
+            updates=args.updates or 1200,
+            chunk=20,
+            checkpoint_every=100,
+        )
         held_out = args.held_out or 512
     ppo_changes = {k: v for k, v in (("epochs", args.epochs), ("minibatches", args.minibatches)) if v}
     if args.hidden:
@@ -173,22 +196,38 @@ def main() -> None:
     env_changes = {"sort_schedule": args.sort_schedule} if args.sort_schedule else {}
     if args.progress_weight is not None:
         env_changes["reward"] = dataclasses.replace(cfg.env.reward, progress_weight=args.progress_weight)
-    cfg = dataclasses.replace(cfg, seed=args.seed, ppo=dataclasses.replace(cfg.ppo, **ppo_changes),
-                              env=dataclasses.replace(cfg.env, **env_changes))
+    cfg = dataclasses.replace(
+        cfg,
+        seed=args.seed,
+        ppo=dataclasses.replace(cfg.ppo, **ppo_changes),
+        env=dataclasses.replace(cfg.env, **env_changes),
+    )
     devices = jax.devices()[: args.devices] if args.devices else None
     args.out.mkdir(parents=True, exist_ok=True)
-    report = dict(device_kind=jax.devices()[0].device_kind, device_count=len(devices or jax.devices()),
-                  jax_version=jax.__version__, num_envs=cfg.ppo.num_envs, agents=cfg.env.num_agents,
-                  episode_steps=cfg.env.episode_steps, updates=cfg.updates, seed=cfg.seed,
-                  epochs=cfg.ppo.epochs, minibatches=cfg.ppo.minibatches, hidden=list(cfg.ppo.hidden),
-                  learning_rate=cfg.ppo.learning_rate, anneal_updates=cfg.ppo.anneal_updates,
-                  sort_schedule=cfg.env.sort_schedule,
-                  reward=dataclasses.asdict(cfg.env.reward))
+    report = dict(
+        device_kind=jax.devices()[0].device_kind,
+        device_count=len(devices or jax.devices()),
+        jax_version=jax.__version__,
+        num_envs=cfg.ppo.num_envs,
+        agents=cfg.env.num_agents,
+        episode_steps=cfg.env.episode_steps,
+        updates=cfg.updates,
+        seed=cfg.seed,
+        epochs=cfg.ppo.epochs,
+        minibatches=cfg.ppo.minibatches,
+        hidden=list(cfg.ppo.hidden),
+        learning_rate=cfg.ppo.learning_rate,
+        anneal_updates=cfg.ppo.anneal_updates,
+        sort_schedule=cfg.env.sort_schedule,
+        reward=dataclasses.asdict(cfg.env.reward),
+    )
     batch = rollout_batch(cfg)  # one batch for both pure-simulation rates
     cost, report["learning"] = learning_and_cost(cfg, args.out, held_out, devices, batch)
     constant_rate = constant_ego_rate(cfg, batch)
     report["throughput"] = dict(
-        cost, target_ratio=3.0, train_run_env_steps_per_s=report["learning"]["train_steps_per_s"],
+        cost,
+        target_ratio=3.0,
+        train_run_env_steps_per_s=report["learning"]["train_steps_per_s"],
         constant_ego_steps_per_s=constant_rate,
         cost_ratio_vs_constant_ego=constant_rate / cost["train_env_steps_per_s"],
     )

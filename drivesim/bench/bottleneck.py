@@ -75,8 +75,9 @@ def totals_from_rows(rows: list[dict], loader_threads: int = 1) -> PhaseTotals:
     ends = [r["wall_end"] for r in rows if r.get("wall_end") is not None]
     wall = (max(ends) - min(starts)) if starts and ends else None
     scenarios = sum(int(r.get("num_scenarios") or 0) for r in rows)
-    return PhaseTotals(**sums, wall=wall, batches=len(rows), scenarios=scenarios,
-                       loader_threads=loader_threads)
+    return PhaseTotals(
+        **sums, wall=wall, batches=len(rows), scenarios=scenarios, loader_threads=loader_threads
+    )
 
 
 def shares(totals: PhaseTotals) -> dict:
@@ -90,19 +91,29 @@ def shares(totals: PhaseTotals) -> dict:
 def _recommend(kind: str, totals: PhaseTotals, share: float) -> str:
     pct = f"{100 * share:.0f}%"
     if kind == "input-bound":
-        return (f"loading takes {pct} of the time: add loader threads, raise the prefetch depth, "
-                "or pre-generate scenarios into a Parquet store (drivesim scenarios generate)")
+        return (
+            f"loading takes {pct} of the time: add loader threads, raise the prefetch depth, "
+            "or pre-generate scenarios into a Parquet store (drivesim scenarios generate)"
+        )
     if kind == "transfer-bound":
         if totals.d2h > totals.h2d:
-            return (f"device-to-host copies take {pct}: fetch per-scenario metrics only (no "
-                    "trajectories) and fetch asynchronously while the next batch computes")
-        return (f"host-to-device copies take {pct}: use a larger chunk to amortise each copy and "
-                "a deeper device prefetch so copies overlap compute")
+            return (
+                f"device-to-host copies take {pct}: fetch per-scenario metrics only (no "
+                "trajectories) and fetch asynchronously while the next batch computes"
+            )
+        return (
+            f"host-to-device copies take {pct}: use a larger chunk to amortise each copy and "
+            "a deeper device prefetch so copies overlap compute"
+        )
     if kind == "host-bound":
-        return (f"writing results and host overhead take {pct}: write shards on a background "
-                "thread, use larger shards (larger chunk), or a faster disk")
-    return (f"compute is the largest share ({pct}; the healthy state): add devices, raise the chunk "
-            "up to the memory knee (drivesim bench memory), and bucket by agent count to cut padding")
+        return (
+            f"writing results and host overhead take {pct}: write shards on a background "
+            "thread, use larger shards (larger chunk), or a faster disk"
+        )
+    return (
+        f"compute is the largest share ({pct}; the healthy state): add devices, raise the chunk "
+        "up to the memory knee (drivesim bench memory), and bucket by agent count to cut padding"
+    )
 
 
 def verdict(totals: PhaseTotals) -> Verdict:

@@ -32,8 +32,9 @@ def price_for(device_kind: str, override: float | None = None) -> float | None:
     return DEFAULT_PRICES[max(matches, key=len)] if matches else None
 
 
-def cost_per_million(scenarios_per_s: float, devices: int, price_per_device_hour: float | None
-                     ) -> float | None:
+def cost_per_million(
+    scenarios_per_s: float, devices: int, price_per_device_hour: float | None
+) -> float | None:
     """USD to simulate one million scenarios at ``scenarios_per_s`` on ``devices`` devices."""
     if price_per_device_hour is None or not scenarios_per_s or scenarios_per_s <= 0:
         return None

@@ -55,9 +55,16 @@ def _campaign(config: PipelineBenchConfig, directory: Path) -> float:
 
     shutil.rmtree(directory, ignore_errors=True)
     campaign = CampaignConfig(
-        sources=("synthetic:highway",), count=config.count, agents=config.agents, num_steps=config.steps,
-        batch_size=config.batch_size, loader_threads=config.loader_threads, prefetch=config.prefetch,
-        chunk=config.chunk, backend=config.backend, out=str(directory),
+        sources=("synthetic:highway",),
+        count=config.count,
+        agents=config.agents,
+        num_steps=config.steps,
+        batch_size=config.batch_size,
+        loader_threads=config.loader_threads,
+        prefetch=config.prefetch,
+        chunk=config.chunk,
+        backend=config.backend,
+        out=str(directory),
     )
     start = time.perf_counter()
     run_campaign(campaign, progress=lambda event: None)
@@ -81,18 +88,34 @@ def run_pipeline_bench(config: PipelineBenchConfig, log=None) -> tuple[BenchReco
     rates = throughput(Work(config.count, config.agents, config.steps), times)
     env = environment()
     record = BenchRecord(
-        kind="pipeline", workload=f"campaign-highway-{config.count}x{config.agents}x{config.steps}",
-        backend=config.backend, **env, batch_size=config.batch_size, chunk=config.chunk,
-        agents=config.agents, steps=config.steps, scenarios=config.count, repeats=config.repeats,
-        **rates.as_fields(), compiled_bytes=_max(rows, "compiled_bytes"),
+        kind="pipeline",
+        workload=f"campaign-highway-{config.count}x{config.agents}x{config.steps}",
+        backend=config.backend,
+        **env,
+        batch_size=config.batch_size,
+        chunk=config.chunk,
+        agents=config.agents,
+        steps=config.steps,
+        scenarios=config.count,
+        repeats=config.repeats,
+        **rates.as_fields(),
+        compiled_bytes=_max(rows, "compiled_bytes"),
         device_bytes_in_use=_max(rows, "device_bytes_in_use"),
         device_peak_bytes=_max(rows, "device_peak_bytes"),
-        host_rss_bytes=_max(rows, "host_rss_bytes") or host_rss(), phases=totals.as_dict(),
-        bottleneck=found.bottleneck, recommendation=found.recommendation,
-        extra={"times_s": times, "outside_batches_s": max(0.0, times[-1] - (totals.wall or 0.0)),
-               "warmup_s": warm, "shares": found.shares, "campaign_dir": str(last),
-               "batches": totals.batches, "loader_threads": config.loader_threads,
-               "prefetch": config.prefetch},
+        host_rss_bytes=_max(rows, "host_rss_bytes") or host_rss(),
+        phases=totals.as_dict(),
+        bottleneck=found.bottleneck,
+        recommendation=found.recommendation,
+        extra={
+            "times_s": times,
+            "outside_batches_s": max(0.0, times[-1] - (totals.wall or 0.0)),
+            "warmup_s": warm,
+            "shares": found.shares,
+            "campaign_dir": str(last),
+            "batches": totals.batches,
+            "loader_threads": config.loader_threads,
+            "prefetch": config.prefetch,
+        },
     )
     return record, found
 

@@ -17,8 +17,16 @@ from pathlib import Path
 import jax
 
 ACCEL_BUSY_LINES = ("XLA Ops",)
-ACCEL_SKIP_LINES = ("XLA Modules", "Steps", "XLA TraceMe", "Source code", "Framework Name Scope",
-                    "Framework Ops", "TensorFlow Name Scope", "TensorFlow Ops")
+ACCEL_SKIP_LINES = (
+    "XLA Modules",
+    "Steps",
+    "XLA TraceMe",
+    "Source code",
+    "Framework Name Scope",
+    "Framework Ops",
+    "TensorFlow Name Scope",
+    "TensorFlow Ops",
+)
 
 
 @dataclass(frozen=True)
@@ -102,8 +110,13 @@ def busy_fractions(xplane: str | Path) -> list[DeviceBusy]:
     last = max(e for iv in intervals.values() for _, e in iv)
     wall = max(last - first, 1.0)
     return [
-        DeviceBusy(device=name, busy_s=merge_intervals(iv) / 1e9, wall_s=wall / 1e9,
-                   fraction=merge_intervals(iv) / wall, events=len(iv))
+        DeviceBusy(
+            device=name,
+            busy_s=merge_intervals(iv) / 1e9,
+            wall_s=wall / 1e9,
+            fraction=merge_intervals(iv) / wall,
+            events=len(iv),
+        )
         for name, iv in sorted(intervals.items())
     ]
 
@@ -118,8 +131,10 @@ def nvml_utilisation() -> dict | None:
         pynvml.nvmlInit()
         try:
             count = pynvml.nvmlDeviceGetCount()
-            return {str(i): float(pynvml.nvmlDeviceGetUtilizationRates(
-                pynvml.nvmlDeviceGetHandleByIndex(i)).gpu) for i in range(count)}
+            return {
+                str(i): float(pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(i)).gpu)
+                for i in range(count)
+            }
         finally:
             pynvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - no driver / no GPU
@@ -144,9 +159,13 @@ class ProfileResult:
     def write_json(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"trace_dir": self.trace_dir, "xplane": self.xplane, "seconds": self.seconds,
-                   "gpu_util": self.gpu_util,
-                   "devices": [asdict(b) | {"busy_fraction": b.fraction} for b in self.busy]}
+        payload = {
+            "trace_dir": self.trace_dir,
+            "xplane": self.xplane,
+            "seconds": self.seconds,
+            "gpu_util": self.gpu_util,
+            "devices": [asdict(b) | {"busy_fraction": b.fraction} for b in self.busy],
+        }
         path.write_text(json.dumps(payload, indent=2))
         return path
 

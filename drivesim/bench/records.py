@@ -109,10 +109,12 @@ def rate_line(record: BenchRecord) -> str:
     """One line of a record's rates for progress output: scenarios/s median [p5 .. p95],
     agent-steps/s median and 95% CI, and the compile time when measured."""
     s, a = record.scenarios_per_s, record.agent_steps_per_s
-    return (f"{record.workload:<22} {s['median']:>12,.1f} scen/s [{s['p5']:,.1f} .. {s['p95']:,.1f}]"
-            f"  {a['median'] / 1e6:>9.2f} M agent-steps/s"
-            f"  (95% CI {a['ci_low'] / 1e6:.2f}..{a['ci_high'] / 1e6:.2f})"
-            + (f"  compile {record.compile_s:.1f} s" if record.compile_s is not None else ""))
+    return (
+        f"{record.workload:<22} {s['median']:>12,.1f} scen/s [{s['p5']:,.1f} .. {s['p95']:,.1f}]"
+        f"  {a['median'] / 1e6:>9.2f} M agent-steps/s"
+        f"  (95% CI {a['ci_low'] / 1e6:.2f}..{a['ci_high'] / 1e6:.2f})"
+        + (f"  compile {record.compile_s:.1f} s" if record.compile_s is not None else "")
+    )
 
 
 def _finite(value):

@@ -128,10 +128,18 @@ def run(spec: WorkerSpec) -> dict:
         times.append(time.perf_counter() - start)
     in_use, peak = device_memory()
     result = {
-        "process_id": spec.process_id, "times": times, "compile_s": compile_s, "scenarios": placed,
-        "device_kind": devices[0].device_kind, "platform": devices[0].platform, "engine": spec.engine,
-        "jax_version": jax.__version__, "compiled_bytes": nbytes,
-        "device_bytes_in_use": in_use, "device_peak_bytes": peak, "host_rss_bytes": host_rss(),
+        "process_id": spec.process_id,
+        "times": times,
+        "compile_s": compile_s,
+        "scenarios": placed,
+        "device_kind": devices[0].device_kind,
+        "platform": devices[0].platform,
+        "engine": spec.engine,
+        "jax_version": jax.__version__,
+        "compiled_bytes": nbytes,
+        "device_bytes_in_use": in_use,
+        "device_peak_bytes": peak,
+        "host_rss_bytes": host_rss(),
     }
     Path(spec.out_dir, f"worker-{spec.process_id}.json").write_text(json.dumps(result))
     _barrier("done", spec)

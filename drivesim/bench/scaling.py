@@ -112,8 +112,11 @@ def _launch(specs: list[WorkerSpec], platform: str, pin: bool, timeout_s: float)
         cmd = [sys.executable, "-m", "drivesim.bench.scale_worker", spec.to_arg()]
         if use_taskset:
             cmd = ["taskset", "-c", str(cores[spec.process_id % len(cores)]), *cmd]
-        procs.append(subprocess.Popen(cmd, env=worker_env(platform), stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                cmd, env=worker_env(platform), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
     failures = []
     for spec, proc in zip(specs, procs, strict=True):
         try:
@@ -135,20 +138,31 @@ def measure_point(config: ScaleConfig, devices: int, platform: str) -> dict:
     wl = config.workload
     total = wl.scenarios * devices if config.mode == "weak" else wl.scenarios
     with tempfile.TemporaryDirectory(prefix="drivesim-scale-") as tmp:
-        base = WorkerSpec(mode="processes" if platform == "cpu" else "devices", scenarios=total,
-                          agents=wl.agents, steps=wl.steps, repeats=config.repeats, warmup=config.warmup,
-                          out_dir=tmp, devices=devices, engine=config.engine)
+        base = WorkerSpec(
+            mode="processes" if platform == "cpu" else "devices",
+            scenarios=total,
+            agents=wl.agents,
+            steps=wl.steps,
+            repeats=config.repeats,
+            warmup=config.warmup,
+            out_dir=tmp,
+            devices=devices,
+            engine=config.engine,
+        )
         if base.mode == "processes":
             coordinator = f"127.0.0.1:{_free_port()}"
-            specs = [replace(base, num_processes=devices, process_id=i, coordinator=coordinator)
-                     for i in range(devices)]
+            specs = [
+                replace(base, num_processes=devices, process_id=i, coordinator=coordinator)
+                for i in range(devices)
+            ]
         else:
             specs = [base]
         results = _launch(specs, platform, config.pin, config.timeout_s)
     first = results[0]
     times = [max(r["times"][k] for r in results) for k in range(config.repeats)]
     return first | {
-        "times": times, "compile_s": max(r["compile_s"] for r in results),
+        "times": times,
+        "compile_s": max(r["compile_s"] for r in results),
         "process_times": [r["times"] for r in results],
         "scenarios": sum(r["scenarios"] for r in results) if base.mode == "processes" else first["scenarios"],
         "backend": "processes" if base.mode == "processes" else "sharding",
@@ -161,18 +175,35 @@ def _record(config: ScaleConfig, devices: int, point: dict) -> BenchRecord:
     rates = throughput(Work(point["scenarios"], wl.agents, wl.steps), point["times"])
     price = price_for(point["device_kind"], config.price)
     return BenchRecord(
-        kind="scale", mode=config.mode, workload=wl.name, backend=point["backend"],
-        device_kind=point["device_kind"], platform=point["platform"], device_count=devices,
-        process_count=point["process_count"], jax_version=point["jax_version"],
-        batch_size=point["scenarios"], chunk=point["scenarios"] // devices, agents=wl.agents,
-        steps=wl.steps, scenarios=point["scenarios"], repeats=config.repeats, compile_s=point["compile_s"],
-        **rates.as_fields(), compiled_bytes=point["compiled_bytes"],
-        device_bytes_in_use=point["device_bytes_in_use"], device_peak_bytes=point["device_peak_bytes"],
-        host_rss_bytes=point["host_rss_bytes"], price_per_device_hour=price,
+        kind="scale",
+        mode=config.mode,
+        workload=wl.name,
+        backend=point["backend"],
+        device_kind=point["device_kind"],
+        platform=point["platform"],
+        device_count=devices,
+        process_count=point["process_count"],
+        jax_version=point["jax_version"],
+        batch_size=point["scenarios"],
+        chunk=point["scenarios"] // devices,
+        agents=wl.agents,
+        steps=wl.steps,
+        scenarios=point["scenarios"],
+        repeats=config.repeats,
+        compile_s=point["compile_s"],
+        **rates.as_fields(),
+        compiled_bytes=point["compiled_bytes"],
+        device_bytes_in_use=point["device_bytes_in_use"],
+        device_peak_bytes=point["device_peak_bytes"],
+        host_rss_bytes=point["host_rss_bytes"],
+        price_per_device_hour=price,
         cost_per_million=cost_per_million(rates.scenarios_per_s.median, devices, price),
-        extra={"times_s": point["times"], "process_times_s": point["process_times"],
-               "pinned": config.pin and point["platform"] == "cpu",
-               "engine": config.engine},
+        extra={
+            "times_s": point["times"],
+            "process_times_s": point["process_times"],
+            "pinned": config.pin and point["platform"] == "cpu",
+            "engine": config.engine,
+        },
     )
 
 
@@ -196,14 +227,29 @@ def amdahl_record(records: list[BenchRecord]) -> BenchRecord:
     fit = fit_amdahl([r.device_count for r in records], [r.speedup for r in records], errs)
     last = max(records, key=lambda r: r.device_count)
     return BenchRecord(
-        kind="amdahl", mode="strong", workload=one.workload, backend=one.backend,
-        device_kind=one.device_kind, platform=one.platform, device_count=last.device_count,
-        process_count=last.process_count, jax_version=one.jax_version, agents=one.agents,
-        steps=one.steps, scenarios=one.scenarios, repeats=one.repeats,
-        serial_fraction=fit.serial_fraction, serial_fraction_std=fit.serial_fraction_std,
-        ceiling=fit.ceiling, speedup=last.speedup, efficiency=last.efficiency,
-        extra={"devices": [r.device_count for r in records], "speedups": [r.speedup for r in records],
-               "points": fit.points},
+        kind="amdahl",
+        mode="strong",
+        workload=one.workload,
+        backend=one.backend,
+        device_kind=one.device_kind,
+        platform=one.platform,
+        device_count=last.device_count,
+        process_count=last.process_count,
+        jax_version=one.jax_version,
+        agents=one.agents,
+        steps=one.steps,
+        scenarios=one.scenarios,
+        repeats=one.repeats,
+        serial_fraction=fit.serial_fraction,
+        serial_fraction_std=fit.serial_fraction_std,
+        ceiling=fit.ceiling,
+        speedup=last.speedup,
+        efficiency=last.efficiency,
+        extra={
+            "devices": [r.device_count for r in records],
+            "speedups": [r.speedup for r in records],
+            "points": fit.points,
+        },
     )
 
 

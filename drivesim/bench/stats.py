@@ -14,9 +14,36 @@ import numpy as np
 
 # Two-sided 95% Student t quantiles t_{0.975, df} for df = 1..30 (beyond: normal 1.960).
 _T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
 )
 
 
@@ -91,8 +118,15 @@ def summarize(values, ci_method: str = "t") -> Summary:
     p5, p95 = np.percentile(arr, [5, 95])
     std = float(np.std(arr, ddof=1)) if arr.size > 1 else 0.0
     return Summary(
-        median=float(np.median(arr)), p5=float(p5), p95=float(p95), ci_low=low, ci_high=high,
-        mean=float(np.mean(arr)), std=std, n=int(arr.size), ci_method=ci_method,
+        median=float(np.median(arr)),
+        p5=float(p5),
+        p95=float(p95),
+        ci_low=low,
+        ci_high=high,
+        mean=float(np.mean(arr)),
+        std=std,
+        n=int(arr.size),
+        ci_method=ci_method,
     )
 
 

@@ -19,7 +19,7 @@ class Workload:
 
     @property
     def name(self) -> str:
-        """"W32" for the standard shape, else "highway-S x A x T"."""
+        """ "W32" for the standard shape, else "highway-S x A x T"."""
         if (self.scenarios, self.steps, self.family) == (4096, 80, "highway") and self.first_id == 0:
             return f"W{self.agents}"
         return f"{self.family}-{self.scenarios}x{self.agents}x{self.steps}"

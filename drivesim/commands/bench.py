@@ -55,25 +55,31 @@ bench_app = typer.Typer(help="Benchmarks: engine, pipeline, memory.", no_args_is
 
 @bench_app.command("engine")
 def engine(
-    agents: Annotated[list[int] | None,
-                      typer.Option("--agents", help="agents (repeatable; default 8, 32, 128)")] = None,
+    agents: Annotated[
+        list[int] | None, typer.Option("--agents", help="agents (repeatable; default 8, 32, 128)")
+    ] = None,
     scenarios: Annotated[int, typer.Option(help="scenarios per batch")] = 4096,
     steps: StepsOpt = 80,
     repeats: Annotated[int, typer.Option(help="timed repeats (warm-up excluded)")] = 5,
     warmup: Annotated[int, typer.Option(help="untimed warm-up calls")] = 1,
     json_out: JsonOpt = False,
     out: OutOpt = DEFAULT_OUT,
-    devices: Annotated[int | None, typer.Option(
-        help=f"devices to shard the batch over (default: all; the CLI makes {DEVICES_PER_CORE} CPU "
-             "devices per core)")] = None,
+    devices: Annotated[
+        int | None,
+        typer.Option(
+            help=f"devices to shard the batch over (default: all; the CLI makes {DEVICES_PER_CORE} CPU "
+            "devices per core)"
+        ),
+    ] = None,
 ) -> None:
     """Engine throughput of `simulate` (W32 = 4096 highway x 32 agents x 80 steps; also 8, 128)."""
     from drivesim.bench.engine import COST_RATIO_TARGET, DEFAULT_AGENTS, run_engine_sweep
     from drivesim.bench.harness import HarnessConfig
 
     harness = HarnessConfig(repeats=repeats, warmup=warmup)
-    records, ratios = run_engine_sweep(agents or DEFAULT_AGENTS, scenarios, steps, harness, [devices],
-                                       log=_err)
+    records, ratios = run_engine_sweep(
+        agents or DEFAULT_AGENTS, scenarios, steps, harness, [devices], log=_err
+    )
     for ratio in ratios.values():
         _err(f"cost per agent-step, 128 vs 32 agents: {ratio:.2f}x (target <= {COST_RATIO_TARGET})")
     _emit(records, out, "bench", "engine", json_out)
@@ -96,9 +102,16 @@ def pipeline(
     from drivesim.bench.pipeline import PipelineBenchConfig, run_pipeline_bench
     from drivesim.bench.records import rate_line
 
-    config = PipelineBenchConfig(count=count, agents=agents, steps=steps, batch_size=batch_size,
-                                 repeats=repeats, loader_threads=loader_threads, prefetch=prefetch,
-                                 work_dir=str(out / "pipeline"))
+    config = PipelineBenchConfig(
+        count=count,
+        agents=agents,
+        steps=steps,
+        batch_size=batch_size,
+        repeats=repeats,
+        loader_threads=loader_threads,
+        prefetch=prefetch,
+        work_dir=str(out / "pipeline"),
+    )
     record, found = run_pipeline_bench(config, log=_err)
     _err("  " + rate_line(record))
     for name, seconds in record.phases.items():
@@ -123,8 +136,12 @@ def memory(
     """Batch-size sweep: throughput and compiled/device/host memory against batch size, knee marked."""
     from drivesim.bench.memory import SweepConfig, sweep_batch_sizes
 
-    config = SweepConfig(sizes=tuple(int(s) for s in sizes.split(",") if s.strip()), agents=agents,
-                         steps=steps, repeats=repeats)
+    config = SweepConfig(
+        sizes=tuple(int(s) for s in sizes.split(",") if s.strip()),
+        agents=agents,
+        steps=steps,
+        repeats=repeats,
+    )
     records = sweep_batch_sizes(config, log=_err)
     knee = next(r for r in records if r.knee)
     _err(f"knee: batch size {knee.batch_size} (smallest reaching 90% of the best throughput)")
@@ -150,17 +167,27 @@ def scale(
 
     if mode not in ("strong", "weak") or engine not in ("executor", "simulate"):
         raise typer.BadParameter(f"--mode strong|weak, --engine executor|simulate; got {mode}, {engine}")
-    config = ScaleConfig(mode=mode, max_devices=max_devices, workload=Workload(scenarios, agents, steps),
-                         repeats=repeats, price=price, engine=engine)
+    config = ScaleConfig(
+        mode=mode,
+        max_devices=max_devices,
+        workload=Workload(scenarios, agents, steps),
+        repeats=repeats,
+        price=price,
+        engine=engine,
+    )
     records = run_scaling(config, log=_err)
     for r in records:
         if r.kind == "scale":
             cost = f"${r.cost_per_million:.4g}/M scenarios" if r.cost_per_million is not None else "cost n/a"
-            _err(f"  N={r.device_count}: {r.rate():,.1f} scen/s  speed-up {r.speedup:.2f}  "
-                 f"efficiency {r.efficiency:.2f}  {cost}")
+            _err(
+                f"  N={r.device_count}: {r.rate():,.1f} scen/s  speed-up {r.speedup:.2f}  "
+                f"efficiency {r.efficiency:.2f}  {cost}"
+            )
         else:
-            _err(f"  Amdahl: serial fraction {r.serial_fraction:.4f} +- {r.serial_fraction_std:.4f}, "
-                 f"ceiling {r.ceiling:.1f}x")
+            _err(
+                f"  Amdahl: serial fraction {r.serial_fraction:.4f} +- {r.serial_fraction_std:.4f}, "
+                f"ceiling {r.ceiling:.1f}x"
+            )
     _emit(records, out, "scale", mode, json_out)
     _dashboard(out)
 
@@ -182,8 +209,10 @@ def profile(
     config = ProfileConfig(scenarios=scenarios, agents=agents, steps=steps, devices=devices, repeats=repeats)
     result = profile_simulate(config, out / "profile" / "trace")
     busy_path = result.write_json(out / "profile" / "busy.json")
-    _err(f"trace: {result.xplane}\n  open it in https://ui.perfetto.dev or "
-         f"`tensorboard --logdir {result.trace_dir}`")
+    _err(
+        f"trace: {result.xplane}\n  open it in https://ui.perfetto.dev or "
+        f"`tensorboard --logdir {result.trace_dir}`"
+    )
     _err(f"{'device':<12} {'busy s':>9} {'wall s':>9} {'busy':>7}")
     for b in result.busy:
         _err(f"{b.device:<12} {b.busy_s:9.4f} {b.wall_s:9.4f} {b.fraction:7.1%}")
@@ -192,10 +221,19 @@ def profile(
     env = environment()
     if devices:
         env["device_count"] = devices
-    record = BenchRecord(kind="profile", workload=f"highway-{scenarios}x{agents}x{steps}", backend="sharding",
-                         **env, agents=agents, steps=steps, scenarios=scenarios, repeats=repeats,
-                         busy=result.busy_map(), gpu_util=result.gpu_util,
-                         extra={"trace_dir": result.trace_dir, "busy_json": str(busy_path)})
+    record = BenchRecord(
+        kind="profile",
+        workload=f"highway-{scenarios}x{agents}x{steps}",
+        backend="sharding",
+        **env,
+        agents=agents,
+        steps=steps,
+        scenarios=scenarios,
+        repeats=repeats,
+        busy=result.busy_map(),
+        gpu_util=result.gpu_util,
+        extra={"trace_dir": result.trace_dir, "busy_json": str(busy_path)},
+    )
     _emit([record], out, "bench", "profile", json_out)
 
 

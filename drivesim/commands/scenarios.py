@@ -10,8 +10,9 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add the scenario commands (``import`` and ``scenarios`` groups) to ``app``."""
-    import_app = typer.Typer(help="Import recorded scenarios into a drivesim scenario store.",
-                             no_args_is_help=True)
+    import_app = typer.Typer(
+        help="Import recorded scenarios into a drivesim scenario store.", no_args_is_help=True
+    )
     scen_app = typer.Typer(help="Make and inspect drivesim scenario stores.", no_args_is_help=True)
     app.add_typer(import_app, name="import")
     app.add_typer(scen_app, name="scenarios")
@@ -20,10 +21,13 @@ def register(app: typer.Typer) -> None:
     def import_commonroad(
         paths: Annotated[list[Path], typer.Argument(help="CommonRoad XML files or directories of *.xml.")],
         out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
-        replay: Annotated[bool, typer.Option(
-            "--replay/--idm", help="Non-ego agents replay their logs, or are driven by IDM.")] = False,
-        dt: Annotated[float, typer.Option(
-            "--dt", help="Simulation time step [s]; logs are resampled to it.")] = 0.1,
+        replay: Annotated[
+            bool,
+            typer.Option("--replay/--idm", help="Non-ego agents replay their logs, or are driven by IDM."),
+        ] = False,
+        dt: Annotated[
+            float, typer.Option("--dt", help="Simulation time step [s]; logs are resampled to it.")
+        ] = 0.1,
     ) -> None:
         """Import CommonRoad scenarios (2018b and 2020a) into a store; bad files are
         reported and skipped (exit code 1 if any failed)."""
@@ -45,24 +49,33 @@ def register(app: typer.Typer) -> None:
                     failed += 1
                     typer.echo(f"skipped: {err}", err=True)
                     continue
-                typer.echo(f"imported {record.name}: {record.num_agents} agents, "
-                           f"{record.scenario.log.valid.shape[0]} log steps")
+                typer.echo(
+                    f"imported {record.name}: {record.num_agents} agents, "
+                    f"{record.scenario.log.valid.shape[0]} log steps"
+                )
         typer.echo(f"wrote {writer.count} scenarios to {out} ({failed} failed)")
         if failed:
             raise typer.Exit(1)
 
     @scen_app.command("generate")
     def generate(
-        family: Annotated[str, typer.Argument(
-            help="Synthetic family, or several comma-separated (highway, merge, intersection).")],
+        family: Annotated[
+            str,
+            typer.Argument(
+                help="Synthetic family, or several comma-separated (highway, merge, intersection)."
+            ),
+        ],
         count: Annotated[int, typer.Option("--count", min=1, help="Number of scenarios to generate.")],
         out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
-        seed: Annotated[int, typer.Option(
-            "--seed", help="Campaign seed (a scenario derives from seed, family, id).")] = 0,
-        first_id: Annotated[int, typer.Option(
-            "--first-id", min=0, help="Global id of the first scenario.")] = 0,
-        row_group: Annotated[int, typer.Option(
-            "--row-group", min=1, help="Scenarios per Parquet row group.")] = 512,
+        seed: Annotated[
+            int, typer.Option("--seed", help="Campaign seed (a scenario derives from seed, family, id).")
+        ] = 0,
+        first_id: Annotated[
+            int, typer.Option("--first-id", min=0, help="Global id of the first scenario.")
+        ] = 0,
+        row_group: Annotated[
+            int, typer.Option("--row-group", min=1, help="Scenarios per Parquet row group.")
+        ] = 512,
     ) -> None:
         """Generate COUNT synthetic scenarios into a store (deterministic per id and seed)."""
         from drivesim.scenarios.sources import SyntheticSource

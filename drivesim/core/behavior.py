@@ -31,8 +31,14 @@ def follow_acceleration(speed: Array, gap: Array, leader_speed: Array, p: IDMPar
 
 
 def pure_pursuit_tan(
-    x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array,
-    target_x: Array, target_y: Array, config: SimConfig,
+    x: Array,
+    y: Array,
+    cos_h: Array,
+    sin_h: Array,
+    length: Array,
+    target_x: Array,
+    target_y: Array,
+    config: SimConfig,
 ) -> Array:
     """tan of the pure-pursuit steering angle toward a target point; all arrays (N,).
 
@@ -53,8 +59,15 @@ def lookahead_distance(speed: Array, config: SimConfig) -> Array:
 
 
 def conflict_busy(
-    x: Array, y: Array, cos_h: Array, sin_h: Array, speed: Array, has_priority: Array,
-    conflict_xy: Array, conflict_radius: Array, config: SimConfig,
+    x: Array,
+    y: Array,
+    cos_h: Array,
+    sin_h: Array,
+    speed: Array,
+    has_priority: Array,
+    conflict_xy: Array,
+    conflict_radius: Array,
+    config: SimConfig,
 ) -> Array:
     """Whether a priority agent occupies or will reach the conflict zone within
     ``yield_horizon_s``; () bool. Inputs (N,), conflict_xy (2,), conflict_radius ()."""

@@ -8,8 +8,16 @@ from drivesim.core.types import Array, SimConfig
 
 
 def bicycle_step(
-    x: Array, y: Array, heading: Array, cos_h: Array, sin_h: Array, speed: Array, length: Array,
-    accel: Array, tan_steer: Array, config: SimConfig,
+    x: Array,
+    y: Array,
+    heading: Array,
+    cos_h: Array,
+    sin_h: Array,
+    speed: Array,
+    length: Array,
+    accel: Array,
+    tan_steer: Array,
+    config: SimConfig,
 ) -> tuple[Array, Array, Array, Array]:
     """One explicit-Euler step of the kinematic bicycle model; all arrays (N,).
 

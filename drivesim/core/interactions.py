@@ -58,8 +58,15 @@ BEHIND_SLACK = 2  # agents searched on the far side of the sorted order (see lea
 
 
 def leader_offsets(
-    x: Array, y: Array, valid: Array, tx: Array, ty: Array, lateral: Array, lane_width: Array,
-    window: int, forward: Array | None = None,
+    x: Array,
+    y: Array,
+    valid: Array,
+    tx: Array,
+    ty: Array,
+    lateral: Array,
+    lane_width: Array,
+    window: int,
+    forward: Array | None = None,
 ) -> Array:
     """Signed sorted-order offset of each agent's leader (0 = none); (N,) int32.
 
@@ -101,7 +108,13 @@ def _at(values_p: Array, window: int, k: int, back, forward, n: int) -> Array:
 
 
 def leader_values(
-    offset: Array, x: Array, y: Array, speed: Array, length: Array, tx: Array, ty: Array,
+    offset: Array,
+    x: Array,
+    y: Array,
+    speed: Array,
+    length: Array,
+    tx: Array,
+    ty: Array,
     window: int,
 ) -> tuple[Array, Array, Array]:
     """Gap (bumper to bumper along the tangent, +inf without leader), leader speed and
@@ -124,8 +137,16 @@ def leader_values(
 
 
 def find_leaders(
-    x: Array, y: Array, speed: Array, length: Array, valid: Array,
-    tx: Array, ty: Array, lateral: Array, lane_width: Array, window: int,
+    x: Array,
+    y: Array,
+    speed: Array,
+    length: Array,
+    valid: Array,
+    tx: Array,
+    ty: Array,
+    lateral: Array,
+    lane_width: Array,
+    window: int,
     forward: Array | None = None,
 ) -> tuple[Array, Array, Array]:
     """Leader of each agent among its ``window`` neighbours in sorted order (see
@@ -139,8 +160,16 @@ def find_leaders(
 
 
 def boxes_overlap(
-    dx: Array, dy: Array, cos_i: Array, sin_i: Array, cos_j: Array, sin_j: Array,
-    half_len_i: Array, half_wid_i: Array, half_len_j: Array, half_wid_j: Array,
+    dx: Array,
+    dy: Array,
+    cos_i: Array,
+    sin_i: Array,
+    cos_j: Array,
+    sin_j: Array,
+    half_len_i: Array,
+    half_wid_i: Array,
+    half_len_j: Array,
+    half_wid_j: Array,
 ) -> Array:
     """Exact oriented-box overlap by separating axes (touching counts as overlap).
 
@@ -161,8 +190,14 @@ def boxes_overlap(
 
 
 def window_pair_hits(
-    x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array, width: Array,
-    valid: Array, window: int,
+    x: Array,
+    y: Array,
+    cos_h: Array,
+    sin_h: Array,
+    length: Array,
+    width: Array,
+    valid: Array,
+    window: int,
 ) -> list[Array]:
     """Box overlaps of each agent i with the agent k places ahead in sorted order, for
     k = 1..window: a list of (N,) bool (entry i of list item k-1 is the pair (i, i+k))."""

@@ -23,8 +23,18 @@ def at_ego(is_ego: Array, values: Array) -> Array:
 
 
 def ego_observation(
-    x: Array, y: Array, cos_h: Array, sin_h: Array, speed: Array, valid: Array,
-    is_ego: Array, lateral: Array, tx: Array, ty: Array, progress: Array, neighbours: int,
+    x: Array,
+    y: Array,
+    cos_h: Array,
+    sin_h: Array,
+    speed: Array,
+    valid: Array,
+    is_ego: Array,
+    lateral: Array,
+    tx: Array,
+    ty: Array,
+    progress: Array,
+    neighbours: int,
 ) -> Array:
     """Observation of the ego in its own frame; per-agent inputs (N,) in sorted order,
     ``progress`` () metres along the route. Returns (observation_size(neighbours),) float32:

@@ -31,8 +31,20 @@ from drivesim.core.types import (
 )
 
 PROP_ROWS = (
-    "length", "width", "lane_width", "stop_s", "v0", "T", "s0", "a", "b", "delta",
-    "base_valid", "is_ego", "agent_id", "replay",
+    "length",
+    "width",
+    "lane_width",
+    "stop_s",
+    "v0",
+    "T",
+    "s0",
+    "a",
+    "b",
+    "delta",
+    "base_valid",
+    "is_ego",
+    "agent_id",
+    "replay",
 )
 SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
 _BOOL_ROWS = {"base_valid", "is_ego", "replay"}
@@ -76,7 +88,7 @@ class SortedAgents:
 
     @property
     def seg(self) -> RouteSegments:
-        rows = self.props[len(PROP_ROWS):]
+        rows = self.props[len(PROP_ROWS) :]
         s = rows.shape[0] // len(SEG_FIELDS)
         return RouteSegments(**{f: rows[i * s : (i + 1) * s] for i, f in enumerate(SEG_FIELDS)})
 
@@ -84,8 +96,14 @@ class SortedAgents:
 def dyn_fields(x, y, heading, speed, accel, valid) -> dict:
     """The dynamic SortedAgents fields (each (N,)), cos/sin of the heading included."""
     return dict(
-        x=x, y=y, heading=heading, cos_h=jnp.cos(heading), sin_h=jnp.sin(heading),
-        speed=speed, accel=accel, valid=valid,
+        x=x,
+        y=y,
+        heading=heading,
+        cos_h=jnp.cos(heading),
+        sin_h=jnp.sin(heading),
+        speed=speed,
+        accel=accel,
+        valid=valid,
     )
 
 
@@ -130,9 +148,20 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     seg = agent_segments(scenario.road, ag.route)
     idm = scenario.idm
     rows = [
-        ag.length, ag.width, onehot @ scenario.road.widths, scenario.stop_s,
-        idm.v0, idm.T, idm.s0, idm.a, idm.b, idm.delta, ag.valid,
-        jnp.arange(n) == scenario.ego_index, jnp.arange(n), replay,
+        ag.length,
+        ag.width,
+        onehot @ scenario.road.widths,
+        scenario.stop_s,
+        idm.v0,
+        idm.T,
+        idm.s0,
+        idm.a,
+        idm.b,
+        idm.delta,
+        ag.valid,
+        jnp.arange(n) == scenario.ego_index,
+        jnp.arange(n),
+        replay,
     ]
     props = jnp.concatenate(
         [jnp.stack([f32(r) for r in rows])] + [getattr(seg, f) for f in SEG_FIELDS], axis=0
@@ -176,8 +205,18 @@ def observation_of(state: SimState, config: SimConfig) -> Array:
     a, proj = state.agents, state.proj
     progress = at_ego(a.is_ego, proj.s) - state.ego_s0
     return ego_observation(
-        a.x, a.y, a.cos_h, a.sin_h, a.speed, a.valid, a.is_ego, proj.d, proj.tx, proj.ty,
-        progress, config.obs_neighbours,
+        a.x,
+        a.y,
+        a.cos_h,
+        a.sin_h,
+        a.speed,
+        a.valid,
+        a.is_ego,
+        proj.d,
+        proj.tx,
+        proj.ty,
+        progress,
+        config.obs_neighbours,
     )
 
 
@@ -200,8 +239,15 @@ def _leaders(state: SimState, scenario: Scenario, config: SimConfig):
     gap, lead_v = state.lead_gap, state.lead_speed
     has_lead = jnp.isfinite(gap)
     busy = behavior.conflict_busy(
-        a.x, a.y, a.cos_h, a.sin_h, a.speed, a.valid & ~jnp.isfinite(a.stop_s),
-        scenario.road.conflict_xy, scenario.road.conflict_radius, config,
+        a.x,
+        a.y,
+        a.cos_h,
+        a.sin_h,
+        a.speed,
+        a.valid & ~jnp.isfinite(a.stop_s),
+        scenario.road.conflict_xy,
+        scenario.road.conflict_radius,
+        config,
     )
     stop_gap = a.stop_s - proj.s - 0.5 * a.length
     use_stop = busy & (stop_gap > -1.0) & (stop_gap < gap)
@@ -273,7 +319,8 @@ def advance(
         tan_max = math.tan(config.max_steer)
         lane_tan = jnp.clip(
             behavior.pure_pursuit_tan(a.x, a.y, a.cos_h, a.sin_h, a.length, target_x, target_y, config),
-            -tan_max, tan_max,
+            -tan_max,
+            tan_max,
         )
         ego_pre = _ego_values(a.is_ego, [a.speed, gap, lead_v, lane_tan, has_lead, a.accel])
         if ego_action is None:
@@ -326,8 +373,14 @@ def _step_info(state, agents, proj, scenario, config, active, ego_pre) -> StepIn
     """Observations of the new state (after a step) for the metrics."""
     ego_speed, ego_gap, ego_lead, _lane, ego_has_lead, ego_accel_old = ego_pre
     hits = interactions.window_pair_hits(
-        agents.x, agents.y, agents.cos_h, agents.sin_h, agents.length, agents.width,
-        agents.valid, config.window,
+        agents.x,
+        agents.y,
+        agents.cos_h,
+        agents.sin_h,
+        agents.length,
+        agents.width,
+        agents.valid,
+        config.window,
     )
     pairs, ego_hit = interactions.collision_summary(hits, agents.is_ego)
     finite = jnp.isfinite(agents.x) & jnp.isfinite(agents.y) & jnp.isfinite(agents.heading)
@@ -394,6 +447,4 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
 
 
 simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))
-simulate_trajectory = jax.jit(
-    jax.vmap(rollout_trajectory, in_axes=(0, None, None)), static_argnames="config"
-)
+simulate_trajectory = jax.jit(jax.vmap(rollout_trajectory, in_axes=(0, None, None)), static_argnames="config")

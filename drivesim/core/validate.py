@@ -128,8 +128,13 @@ def _check_log(scenario: Scenario, n: int, fail) -> None:
     if log is None:
         return
     steps = np.asarray(log.valid).shape[0] if np.asarray(log.valid).ndim == 2 else 0
-    expect = {"xy": (steps, n, 2), "heading": (steps, n), "speed": (steps, n), "valid": (steps, n),
-              "replay": (n,)}
+    expect = {
+        "xy": (steps, n, 2),
+        "heading": (steps, n),
+        "speed": (steps, n),
+        "valid": (steps, n),
+        "replay": (n,),
+    }
     for name, shape in expect.items():
         if steps < 1 or np.asarray(getattr(log, name)).shape != shape:
             fail(f"log.{name}", f"shape {np.asarray(getattr(log, name)).shape} != {shape}")

@@ -72,4 +72,3 @@ def build_program(key: ProgramKey, mesh, sim: SimConfig):
     return jax.pmap(
         fn, axis_name=DATA, in_axes=(0, None), devices=list(mesh.devices.flat), donate_argnums=donate
     )
-

@@ -392,8 +392,9 @@ def _local_metrics(result: DeviceResult) -> RolloutMetrics:
     host = jax.device_get(shards)  # [dispatch][leaf][shard]
     keep = (slice(None),) * axis + (slice(0, result.layout.rows),)
     leaves = [
-        np.concatenate([_join_rows(per_leaf[i], result.backend, result.sweep, split) for per_leaf in host],
-                       axis=axis)[keep]
+        np.concatenate(
+            [_join_rows(per_leaf[i], result.backend, result.sweep, split) for per_leaf in host], axis=axis
+        )[keep]
         for i in range(treedef.num_leaves)
     ]
     return jax.tree_util.tree_unflatten(treedef, leaves)

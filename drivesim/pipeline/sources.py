@@ -64,8 +64,7 @@ def open_source(
     ``p`` is a pure function of (spec, seed, p) and a resume regenerates it bit for bit.
     """
     parts = [
-        _open_one(spec, count, seed, family_config(agents, num_steps, seed, max_agents))
-        for spec in specs
+        _open_one(spec, count, seed, family_config(agents, num_steps, seed, max_agents)) for spec in specs
     ]
     return parts[0] if len(parts) == 1 else real.MixedSource(parts)
 

@@ -15,6 +15,7 @@ from drivesim.bench.bottleneck import PHASES as PHASE_NAMES
 PHASE_LABELS = {"load": "load", "h2d": "transfer", "compute": "compute", "d2h": "return", "write": "write"}
 PHASES = tuple((f"{name}_s", PHASE_LABELS[name]) for name in PHASE_NAMES)  # (ledger column, label)
 
+
 @dataclass(frozen=True)
 class Throughput:
     """Throughput over a campaign, from ledger phases rows.
@@ -66,8 +67,14 @@ def throughput(phases: list[dict], window: int | None = None) -> Throughput | No
         lo = max(0, i - window + 1)
         first = start[lo] if lo == 0 else end[lo - 1]
         rolling[i] = (cumulative[i] - (cumulative[lo - 1] if lo else 0)) / max(end[i] - first, 1e-9)
-    return Throughput(t=end - t0, per_batch=per_batch, rolling=rolling, cumulative=cumulative,
-                      batch_s=batch_s, window=window)
+    return Throughput(
+        t=end - t0,
+        per_batch=per_batch,
+        rolling=rolling,
+        cumulative=cumulative,
+        batch_s=batch_s,
+        window=window,
+    )
 
 
 def downsample(x: np.ndarray, y: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:

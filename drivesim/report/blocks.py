@@ -73,9 +73,12 @@ def layout(fig: go.Figure, title: str, x: str = "", y: str = "", **extra: object
     """Apply the dashboard's common look (title, axis titles, compact margins)."""
     fig.update_layout(
         title={"text": esc(title), "x": 0.01, "font": {"size": 15}},
-        template="plotly_white", height=extra.pop("height", 360),
+        template="plotly_white",
+        height=extra.pop("height", 360),
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
-        legend={"orientation": "h", "y": -0.2}, **extra)
+        legend={"orientation": "h", "y": -0.2},
+        **extra,
+    )
     if x:
         fig.update_xaxes(title_text=esc(x))
     if y:

@@ -28,8 +28,15 @@ from drivesim.report.figures_outcomes import failures_section, outcomes_section
 from drivesim.report.figures_perf import devices_section, memory_section, phases_section, throughput_section
 from drivesim.report.figures_scale import scaling_section
 
-SECTIONS = (throughput_section, phases_section, scaling_section, memory_section, devices_section,
-            outcomes_section, failures_section)
+SECTIONS = (
+    throughput_section,
+    phases_section,
+    scaling_section,
+    memory_section,
+    devices_section,
+    outcomes_section,
+    failures_section,
+)
 
 
 @dataclass(frozen=True)
@@ -42,8 +49,9 @@ class DashboardOptions:
     version: str = ""
 
 
-def write_dashboard(campaign_dir: str | Path, out_path: str | Path | None = None,
-                    options: DashboardOptions | None = None) -> Path:
+def write_dashboard(
+    campaign_dir: str | Path, out_path: str | Path | None = None, options: DashboardOptions | None = None
+) -> Path:
     """Render the dashboard of ``campaign_dir`` to ``out_path`` (default DIR/dashboard.html)."""
     campaign_dir = Path(campaign_dir)
     if not campaign_dir.is_dir():
@@ -72,10 +80,20 @@ def render_dashboard(data: CampaignData, options: DashboardOptions | None = None
     body = "\n".join(_section_html(s, counter) for s in sections)
     nav = " · ".join(f'<a href="#{s.anchor}">{esc(s.title)}</a>' for s in sections)
     live = _live_script(options) if options.live_poll_s else ""
-    return assets.fill(assets.PAGE, {
-        "TITLE": esc(title), "STYLE": assets.STYLE, "ERRORS": assets.ERRORS_JS,
-        "HEADER": _header(data, title), "NAV": nav, "BODY": body, "PLOTLY": _plotly_js(),
-        "RENDER": assets.RENDER_JS, "LIVE": live})
+    return assets.fill(
+        assets.PAGE,
+        {
+            "TITLE": esc(title),
+            "STYLE": assets.STYLE,
+            "ERRORS": assets.ERRORS_JS,
+            "HEADER": _header(data, title),
+            "NAV": nav,
+            "BODY": body,
+            "PLOTLY": _plotly_js(),
+            "RENDER": assets.RENDER_JS,
+            "LIVE": live,
+        },
+    )
 
 
 def _section_html(section: Section, counter) -> str:
@@ -89,14 +107,19 @@ def _section_html(section: Section, counter) -> str:
             parts.append(f'<p class="note">{esc(block)}</p>')
     if not section.figures and not any(isinstance(b, Html) for b in section.blocks):
         parts = [f'<p class="empty">{esc(section.empty_note)}</p>']
-    return (f'<section id="{esc(section.anchor)}"><h2>{esc(section.title)}</h2>\n'
-            + "\n".join(parts) + "\n</section>")
+    return (
+        f'<section id="{esc(section.anchor)}"><h2>{esc(section.title)}</h2>\n'
+        + "\n".join(parts)
+        + "\n</section>"
+    )
 
 
 def _figure_html(fig: go.Figure, plot_id: str) -> str:
     spec = script_safe_json(fig.to_json())
-    return (f'<div class="plot" id="{plot_id}" data-rendered="pending"></div>\n'
-            f'<script type="application/json" id="{plot_id}-spec">{spec}</script>')
+    return (
+        f'<div class="plot" id="{plot_id}" data-rendered="pending"></div>\n'
+        f'<script type="application/json" id="{plot_id}-spec">{spec}</script>'
+    )
 
 
 def script_safe_json(text: str) -> str:
@@ -115,7 +138,7 @@ def _header(data: CampaignData, title: str) -> str:
     if tp is not None:
         key.append(f"{tp.mean:,.1f} scenarios/s mean")
     summary = f'<p class="summary">{esc(" · ".join(key))}</p>' if key else ""
-    return f"<h1>{esc(title)}</h1>{summary}<table class=\"header\">{rows}</table>"
+    return f'<h1>{esc(title)}</h1>{summary}<table class="header">{rows}</table>'
 
 
 def header_fields(data: CampaignData) -> dict[str, str]:
@@ -165,10 +188,12 @@ def _date(value: object) -> str:
 def _live_script(options: DashboardOptions) -> str:
     ms = int(max(0.2, float(options.live_poll_s)) * 1000)
     version = json.dumps(options.version)
-    return (f"<script>(function(){{var v={script_safe_json(version)};setInterval(function(){{"
-            f"fetch('/version',{{cache:'no-store'}}).then(function(r){{return r.text();}})"
-            f".then(function(t){{if(t.trim()!==v){{location.reload();}}}}).catch(function(){{}});"
-            f"}},{ms});}})();</script>")
+    return (
+        f"<script>(function(){{var v={script_safe_json(version)};setInterval(function(){{"
+        f"fetch('/version',{{cache:'no-store'}}).then(function(r){{return r.text();}})"
+        f".then(function(t){{if(t.trim()!==v){{location.reload();}}}}).catch(function(){{}});"
+        f"}},{ms});}})();</script>"
+    )
 
 
 @lru_cache(maxsize=1)

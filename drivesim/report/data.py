@@ -47,8 +47,9 @@ class CampaignData:
     @property
     def is_empty(self) -> bool:
         """True when the directory held nothing the report can draw."""
-        return not (self.meta or self.phases or self.batches or self.bench or self.scale
-                    or self.busy or self.outcomes)
+        return not (
+            self.meta or self.phases or self.batches or self.bench or self.scale or self.busy or self.outcomes
+        )
 
 
 def load_campaign(root: str | Path) -> CampaignData:

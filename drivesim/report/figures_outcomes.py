@@ -10,26 +10,42 @@ from drivesim.report.blocks import Html, Section, esc, layout, note, table
 from drivesim.report.data import CampaignData
 from drivesim.report.outcomes import Outcomes
 
-METRIC_LABELS = {"progress_m": "progress (m)", "min_ttc_s": "min time-to-collision (s)",
-                 "max_jerk": "max jerk (m/s³)", "log_div_final": "final log divergence (m)"}
-HEATMAP_COLUMNS = (("collision_rate", "collision rate", True), ("offroad_rate", "off-road rate", True),
-                   ("nan_rate", "NaN rate", True), ("progress_m", "progress (m)", False),
-                   ("min_ttc_s", "median min TTC (s)", False), ("max_jerk", "max jerk", True))
+METRIC_LABELS = {
+    "progress_m": "progress (m)",
+    "min_ttc_s": "min time-to-collision (s)",
+    "max_jerk": "max jerk (m/s³)",
+    "log_div_final": "final log divergence (m)",
+}
+HEATMAP_COLUMNS = (
+    ("collision_rate", "collision rate", True),
+    ("offroad_rate", "off-road rate", True),
+    ("nan_rate", "NaN rate", True),
+    ("progress_m", "progress (m)", False),
+    ("min_ttc_s", "median min TTC (s)", False),
+    ("max_jerk", "max jerk", True),
+)
 
 
 def outcomes_section(data: CampaignData) -> Section:
     """Collision / off-road rates, metric distributions, the policy × metric heatmap."""
-    section = Section("Campaign outcomes", "outcomes",
-                      empty_note="no data yet: run `drivesim run` to fill this (results/*.parquet)")
+    section = Section(
+        "Campaign outcomes",
+        "outcomes",
+        empty_note="no data yet: run `drivesim run` to fill this (results/*.parquet)",
+    )
     out = data.outcomes
     if out is None or out.total == 0:
         return section
-    pad = f" Padding efficiency {out.padding_efficiency:.0%} (real agents / agent slots)." \
-        if out.padding_efficiency is not None else ""
+    pad = (
+        f" Padding efficiency {out.padding_efficiency:.0%} (real agents / agent slots)."
+        if out.padding_efficiency is not None
+        else ""
+    )
     section.blocks.append(note(f"{out.total:,} results ({out.ok:,} ok, {out.failed:,} failed).{pad}"))
     if out.by_family:
-        section.blocks.append(_rate_bars(out.by_family, "Collision and off-road rate by scenario family",
-                                         "family"))
+        section.blocks.append(
+            _rate_bars(out.by_family, "Collision and off-road rate by scenario family", "family")
+        )
     if len(out.by_policy) > 1:
         section.blocks.append(_heatmap(out.by_policy))
     elif out.by_policy:
@@ -38,12 +54,40 @@ def outcomes_section(data: CampaignData) -> Section:
         fig = _distributions(out, dim)
         if fig is not None:
             section.blocks.append(fig)
-    rows = [(r["label"], r["n"], r["ok"], r["failed"], r["collision_rate"], r["offroad_rate"],
-             r["nan_rate"], r["progress_m"], r["min_ttc_s"], r["max_jerk"]) for r in out.by_family]
+    rows = [
+        (
+            r["label"],
+            r["n"],
+            r["ok"],
+            r["failed"],
+            r["collision_rate"],
+            r["offroad_rate"],
+            r["nan_rate"],
+            r["progress_m"],
+            r["min_ttc_s"],
+            r["max_jerk"],
+        )
+        for r in out.by_family
+    ]
     if rows:
-        section.blocks.append(table(("family", "results", "ok", "failed", "collision rate", "off-road rate",
-                                     "NaN rate", "mean progress m", "median min TTC s", "mean max jerk"),
-                                    rows, caption="By scenario family"))
+        section.blocks.append(
+            table(
+                (
+                    "family",
+                    "results",
+                    "ok",
+                    "failed",
+                    "collision rate",
+                    "off-road rate",
+                    "NaN rate",
+                    "mean progress m",
+                    "median min TTC s",
+                    "mean max jerk",
+                ),
+                rows,
+                caption="By scenario family",
+            )
+        )
     return section
 
 
@@ -56,13 +100,20 @@ def failures_section(data: CampaignData) -> Section:
         section.blocks.append(table(("reason", "count"), out.failed_reasons))
         cols = [c for c in ("scenario_id", "family", "source", "name", "policy", "error") if c in out.columns]
         shown = f" (first {len(out.failed_rows)})" if len(out.failed_rows) < out.failed else ""
-        section.blocks.append(table(cols, [[r.get(c) for c in cols] for r in out.failed_rows],
-                                    caption=f"Failed scenarios{shown}"))
+        section.blocks.append(
+            table(
+                cols, [[r.get(c) for c in cols] for r in out.failed_rows], caption=f"Failed scenarios{shown}"
+            )
+        )
     bad = [b for b in data.batches if b.get("status") == "failed"]
     if bad:
-        section.blocks.append(table(("batch", "attempts", "error"),
-                                    [(b.get("batch_id"), b.get("attempts"), b.get("error")) for b in bad],
-                                    caption="Failed batches (redone on --resume)"))
+        section.blocks.append(
+            table(
+                ("batch", "attempts", "error"),
+                [(b.get("batch_id"), b.get("attempts"), b.get("error")) for b in bad],
+                caption="Failed batches (redone on --resume)",
+            )
+        )
     if data.warnings:
         items = "".join(f"<li>{esc(w)}</li>" for w in data.warnings)
         section.blocks.append(Html(f'<ul class="warnings">{items}</ul>'))
@@ -74,8 +125,13 @@ def _rate_bars(rows: list[dict], title: str, axis: str) -> go.Figure:
     fig = go.Figure()
     for key, name in (("collision_rate", "collision"), ("offroad_rate", "off-road")):
         values = [np.nan if r[key] is None else 100 * r[key] for r in rows]
-        fig.add_bar(x=labels, y=values, name=name, customdata=[r["n"] for r in rows],
-                    hovertemplate="%{x}: %{y:.2f}% of %{customdata} results<extra></extra>")
+        fig.add_bar(
+            x=labels,
+            y=values,
+            name=name,
+            customdata=[r["n"] for r in rows],
+            hovertemplate="%{x}: %{y:.2f}% of %{customdata} results<extra></extra>",
+        )
     fig.update_layout(barmode="group")
     return layout(fig, title, axis, "percent of ok results")
 
@@ -92,9 +148,19 @@ def _heatmap(rows: list[dict]) -> go.Figure:
             scaled = (v - lo) / (hi - lo) if hi > lo else np.zeros_like(v)
             z[:, j] = scaled if worse_high else 1 - scaled
     text = [[("n/a" if not np.isfinite(x) else f"{x:.3g}") for x in row] for row in raw]
-    fig = go.Figure(go.Heatmap(z=z, x=[label for _, label, _ in cols], y=[esc(r["label"]) for r in rows],
-                               text=text, texttemplate="%{text}", colorscale="RdYlGn_r", zmin=0, zmax=1,
-                               colorbar={"title": {"text": "worse →"}}))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[label for _, label, _ in cols],
+            y=[esc(r["label"]) for r in rows],
+            text=text,
+            texttemplate="%{text}",
+            colorscale="RdYlGn_r",
+            zmin=0,
+            zmax=1,
+            colorbar={"title": {"text": "worse →"}},
+        )
+    )
     fig.update_yaxes(autorange="reversed")
     return layout(fig, "Policy × metric (sweep)", "", "policy", height=max(320, 40 + 28 * len(rows)))
 
@@ -108,9 +174,19 @@ def _distributions(out: Outcomes, dim: str) -> go.Figure | None:
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[METRIC_LABELS.get(m, m) for m in metrics])
     for j, metric in enumerate(metrics, start=1):
         rows = out.quantiles[(dim, metric)]
-        fig.add_trace(go.Box(
-            x=[esc(r["label"]) for r in rows], q1=[r["q25"] for r in rows], median=[r["q50"] for r in rows],
-            q3=[r["q75"] for r in rows], lowerfence=[r["q05"] for r in rows],
-            upperfence=[r["q95"] for r in rows], mean=[r["mean"] for r in rows],
-            name=METRIC_LABELS.get(metric), showlegend=False), row=1, col=j)
+        fig.add_trace(
+            go.Box(
+                x=[esc(r["label"]) for r in rows],
+                q1=[r["q25"] for r in rows],
+                median=[r["q50"] for r in rows],
+                q3=[r["q75"] for r in rows],
+                lowerfence=[r["q05"] for r in rows],
+                upperfence=[r["q95"] for r in rows],
+                mean=[r["mean"] for r in rows],
+                name=METRIC_LABELS.get(metric),
+                showlegend=False,
+            ),
+            row=1,
+            col=j,
+        )
     return layout(fig, f"Metric distributions by {dim} (box: quartiles, whiskers: p5–p95)", height=380)

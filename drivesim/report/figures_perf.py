@@ -20,14 +20,22 @@ MIB = 1024.0 * 1024.0
 
 def throughput_section(data: CampaignData) -> Section:
     """Scenarios/s per batch and rolling, and cumulative scenarios against wall time."""
-    section = Section("Throughput", "throughput",
-                      empty_note="no data yet: run `drivesim run` to fill this (ledger batch timings)")
+    section = Section(
+        "Throughput",
+        "throughput",
+        empty_note="no data yet: run `drivesim run` to fill this (ledger batch timings)",
+    )
     tp = analysis.throughput(data.phases)
     if tp is not None:
         fig = go.Figure()
         x, y = downsample(tp.t, tp.per_batch)
-        fig.add_scatter(x=x, y=y, mode="markers", name="per batch (scenarios / batch wall time)",
-                        marker={"size": 5, "opacity": 0.6})
+        fig.add_scatter(
+            x=x,
+            y=y,
+            mode="markers",
+            name="per batch (scenarios / batch wall time)",
+            marker={"size": 5, "opacity": 0.6},
+        )
         x, y = downsample(tp.t, tp.rolling)
         fig.add_scatter(x=x, y=y, mode="lines", name=f"rolling ({tp.window} batches, completions / elapsed)")
         section.blocks.append(layout(fig, "Throughput over time", "wall time (s)", "scenarios/s"))
@@ -35,9 +43,12 @@ def throughput_section(data: CampaignData) -> Section:
         x, y = downsample(np.concatenate([[0.0], tp.t]), np.concatenate([[0.0], tp.cumulative]))
         fig.add_scatter(x=x, y=y, mode="lines", name="scenarios done", line={"shape": "hv"})
         section.blocks.append(layout(fig, "Cumulative scenarios", "wall time (s)", "scenarios"))
-        section.blocks.append(note(
-            f"{int(tp.cumulative[-1]):,} scenarios in {tp.t[-1]:.1f} s: {tp.mean:,.1f} scenarios/s on "
-            f"average, {tp.per_batch[-1]:,.1f}/s in the last batch."))
+        section.blocks.append(
+            note(
+                f"{int(tp.cumulative[-1]):,} scenarios in {tp.t[-1]:.1f} s: {tp.mean:,.1f} scenarios/s on "
+                f"average, {tp.per_batch[-1]:,.1f}/s in the last batch."
+            )
+        )
     bench = bench_table(data.bench)
     if bench is not None:
         section.blocks.append(bench)
@@ -51,23 +62,52 @@ def bench_table(records: list[dict]):
         if r.get("kind") not in ("engine", "pipeline"):
             continue
         rate = r.get("scenarios_per_s")
-        rows.append((r.get("kind"), r.get("workload"), r.get("backend"), r.get("device_count"),
-                     r.get("batch_size"), stat(rate), stat(rate, "p5"), stat(rate, "p95"),
-                     stat(r.get("agent_steps_per_s")), r.get("compile_s")))
+        rows.append(
+            (
+                r.get("kind"),
+                r.get("workload"),
+                r.get("backend"),
+                r.get("device_count"),
+                r.get("batch_size"),
+                stat(rate),
+                stat(rate, "p5"),
+                stat(rate, "p95"),
+                stat(r.get("agent_steps_per_s")),
+                r.get("compile_s"),
+            )
+        )
     if not rows:
         return None
-    return table(("kind", "workload", "backend", "devices", "batch", "scenarios/s (median)", "p5", "p95",
-                  "agent-steps/s", "compile s"), rows, caption="Benchmarks (bench/*.jsonl)")
+    return table(
+        (
+            "kind",
+            "workload",
+            "backend",
+            "devices",
+            "batch",
+            "scenarios/s (median)",
+            "p5",
+            "p95",
+            "agent-steps/s",
+            "compile s",
+        ),
+        rows,
+        caption="Benchmarks (bench/*.jsonl)",
+    )
 
 
 def phases_section(data: CampaignData) -> Section:
     """Batch-time histogram, per-batch phase stacked bars and the bottleneck verdict."""
-    section = Section("Batch times and phases", "phases",
-                      empty_note="no data yet: run `drivesim run` or `drivesim bench pipeline` to fill this")
+    section = Section(
+        "Batch times and phases",
+        "phases",
+        empty_note="no data yet: run `drivesim run` or `drivesim bench pipeline` to fill this",
+    )
     tp = analysis.throughput(data.phases)
     if tp is not None:
-        fig = go.Figure(go.Histogram(x=tp.batch_s, nbinsx=min(60, max(5, len(tp.batch_s) // 2)),
-                                     name="batches"))
+        fig = go.Figure(
+            go.Histogram(x=tp.batch_s, nbinsx=min(60, max(5, len(tp.batch_s) // 2)), name="batches")
+        )
         section.blocks.append(layout(fig, "Batch wall-time distribution", "seconds per batch", "batches"))
     if data.phases:
         section.blocks.append(_phase_bars(data.phases))
@@ -101,15 +141,21 @@ def _phase_bars(phases: list[dict]) -> go.Figure:
 
 def memory_section(data: CampaignData) -> Section:
     """Compiled / device peak memory per batch, host RSS, and the batch-size sweep with its knee."""
-    section = Section("Memory", "memory",
-                      empty_note="no data yet: run `drivesim run` or `drivesim bench memory` to fill this")
+    section = Section(
+        "Memory",
+        "memory",
+        empty_note="no data yet: run `drivesim run` or `drivesim bench memory` to fill this",
+    )
     if data.phases:
         ids = column(data.phases, "batch_id")
         order = np.argsort(ids, kind="stable")
         fig = go.Figure()
-        for key, label in (("compiled_bytes", "compiled (memory_analysis)"),
-                           ("device_peak_bytes", "device peak"), ("device_bytes_in_use", "device in use"),
-                           ("host_rss_bytes", "host resident")):
+        for key, label in (
+            ("compiled_bytes", "compiled (memory_analysis)"),
+            ("device_peak_bytes", "device peak"),
+            ("device_bytes_in_use", "device in use"),
+            ("host_rss_bytes", "host resident"),
+        ):
             values = column(data.phases, key)[order]
             if np.isfinite(values).any():
                 x, y = downsample(ids[order], values / MIB)
@@ -134,28 +180,40 @@ def _batch_sweep(records: list[dict]):
     knee = marked[0] if marked else analysis.knee(sizes, rates)
     fig = go.Figure()
     fig.add_scatter(x=sizes, y=rates, mode="lines+markers", name="scenarios/s")
-    for key, label in (("compiled_bytes", "compiled MiB"), ("device_peak_bytes", "device peak MiB"),
-                       ("host_rss_bytes", "host RSS MiB")):
+    for key, label in (
+        ("compiled_bytes", "compiled MiB"),
+        ("device_peak_bytes", "device peak MiB"),
+        ("host_rss_bytes", "host RSS MiB"),
+    ):
         mem = np.array([r.get(key) if isinstance(r.get(key), int | float) else np.nan for r in rows], float)
         if np.isfinite(mem).any():
-            fig.add_scatter(x=sizes, y=mem / MIB, mode="lines+markers", name=label, yaxis="y2",
-                            line={"dash": "dot"})
+            fig.add_scatter(
+                x=sizes, y=mem / MIB, mode="lines+markers", name=label, yaxis="y2", line={"dash": "dot"}
+            )
     if knee is not None:
-        fig.add_vline(x=sizes[knee], line_dash="dash", line_color="crimson",
-                      annotation_text=f"knee: {int(sizes[knee])}")
+        fig.add_vline(
+            x=sizes[knee], line_dash="dash", line_color="crimson", annotation_text=f"knee: {int(sizes[knee])}"
+        )
     fig.update_layout(yaxis2={"title": {"text": "MiB"}, "overlaying": "y", "side": "right"})
     fig.update_xaxes(type="log")
     blocks = [layout(fig, "Batch-size sweep", "batch size (scenarios)", "scenarios/s")]
     if knee is not None:
-        blocks.append(note(f"Knee at batch size {int(sizes[knee])}: it reaches 90% of the best throughput; "
-                           "larger batches cost memory for little gain."))
+        blocks.append(
+            note(
+                f"Knee at batch size {int(sizes[knee])}: it reaches 90% of the best throughput; "
+                "larger batches cost memory for little gain."
+            )
+        )
     return blocks
 
 
 def devices_section(data: CampaignData) -> Section:
     """Per-device busy fraction (profiler trace) and GPU utilisation where measured."""
-    section = Section("Devices", "devices",
-                      empty_note="no data yet: run `drivesim profile` to fill this (per-device busy time)")
+    section = Section(
+        "Devices",
+        "devices",
+        empty_note="no data yet: run `drivesim profile` to fill this (per-device busy time)",
+    )
     busy = device_busy(data.busy)
     for record in data.bench + data.scale:
         fields = {k: record[k] for k in ("busy", "gpu_util") if isinstance(record.get(k), dict)}
@@ -165,13 +223,21 @@ def devices_section(data: CampaignData) -> Section:
         if found.gpu_util and not busy.gpu_util:
             busy = DeviceBusy(busy.names, busy.fractions, found.gpu_util)
     if busy.names:
-        fig = _bar(busy.names, [100 * f for f in busy.fractions], "Device busy fraction (profiler trace)",
-                   "percent busy")
+        fig = _bar(
+            busy.names,
+            [100 * f for f in busy.fractions],
+            "Device busy fraction (profiler trace)",
+            "percent busy",
+        )
         fig.update_yaxes(range=[0, 100])
         section.blocks.append(fig)
         fr = busy.fractions
-        section.blocks.append(note(f"Mean busy fraction {sum(fr) / len(fr):.0%} over {len(fr)} devices; "
-                                   f"least busy {min(fr):.0%}, most busy {max(fr):.0%}."))
+        section.blocks.append(
+            note(
+                f"Mean busy fraction {sum(fr) / len(fr):.0%} over {len(fr)} devices; "
+                f"least busy {min(fr):.0%}, most busy {max(fr):.0%}."
+            )
+        )
     if busy.gpu_util:
         fig = _bar(list(busy.gpu_util), list(busy.gpu_util.values()), "GPU utilisation (NVML)", "percent")
         section.blocks.append(fig)

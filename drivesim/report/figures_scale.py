@@ -14,8 +14,7 @@ from drivesim.report.data import CampaignData, stat
 
 def scaling_section(data: CampaignData) -> Section:
     """Strong/weak scaling curves from ``scale/*.jsonl`` (kind="scale" plus kind="amdahl")."""
-    section = Section("Scaling", "scaling",
-                      empty_note="no data yet: run `drivesim scale` to fill this")
+    section = Section("Scaling", "scaling", empty_note="no data yet: run `drivesim scale` to fill this")
     records = data.scale + [r for r in data.bench if r.get("kind") in ("scale", "amdahl")]
     series = _series(records)
     if not series:
@@ -29,11 +28,20 @@ def scaling_section(data: CampaignData) -> Section:
         lo = np.array([stat(r.get("scenarios_per_s"), "p5") or np.nan for r in rows])
         hi = np.array([stat(r.get("scenarios_per_s"), "p95") or np.nan for r in rows])
         top = max(top, int(n.max()))
-        err = {"type": "data", "symmetric": False, "array": np.nan_to_num(hi - rate),
-               "arrayminus": np.nan_to_num(rate - lo)}
+        err = {
+            "type": "data",
+            "symmetric": False,
+            "array": np.nan_to_num(hi - rate),
+            "arrayminus": np.nan_to_num(rate - lo),
+        }
         thr.add_scatter(x=n, y=rate, mode="lines+markers", name=label, error_y=err)
-        thr.add_scatter(x=n, y=rate[0] * n / n[0], mode="lines", name=f"ideal ({label})",
-                        line={"dash": "dash", "color": "grey"})
+        thr.add_scatter(
+            x=n,
+            y=rate[0] * n / n[0],
+            mode="lines",
+            name=f"ideal ({label})",
+            line={"dash": "dash", "color": "grey"},
+        )
         speedup = _field(rows, "speedup", rate / rate[0])
         efficiency = _field(rows, "efficiency", speedup / (n / n[0]))
         spd.add_scatter(x=n, y=speedup, mode="lines+markers", name=label)
@@ -42,11 +50,17 @@ def scaling_section(data: CampaignData) -> Section:
     spd.add_scatter(x=ideal, y=ideal, mode="lines", name="ideal", line={"dash": "dash", "color": "grey"})
     eff.add_hline(y=1.0, line_dash="dash", line_color="grey")
     fit_text = _amdahl(spd, fits, series, top)
-    section.blocks += [layout(thr, "Throughput against devices", "devices", "scenarios/s"),
-                       layout(spd, "Speed-up", "devices", "speed-up"),
-                       layout(eff, "Parallel efficiency", "devices", "efficiency")]
-    section.blocks.append(note("Efficiency = throughput(N) / (N × throughput(1)); the dashed lines are "
-                               "perfect scaling. Error bars span p5 to p95 of the repeats."))
+    section.blocks += [
+        layout(thr, "Throughput against devices", "devices", "scenarios/s"),
+        layout(spd, "Speed-up", "devices", "speed-up"),
+        layout(eff, "Parallel efficiency", "devices", "efficiency"),
+    ]
+    section.blocks.append(
+        note(
+            "Efficiency = throughput(N) / (N × throughput(1)); the dashed lines are "
+            "perfect scaling. Error bars span p5 to p95 of the repeats."
+        )
+    )
     if fit_text:
         section.blocks.append(verdict(fit_text))
     return section
@@ -86,13 +100,21 @@ def _amdahl(fig: go.Figure, fits: list[dict], series: dict[str, list[dict]], top
     if s is None:
         return ""
     n = np.linspace(1, max(top, 2) * 2, 100)
-    fig.add_scatter(x=n, y=analysis.amdahl_speedup(n, s), mode="lines", name=f"Amdahl fit (s = {s:.3f})",
-                    line={"color": "crimson"})
+    fig.add_scatter(
+        x=n,
+        y=analysis.amdahl_speedup(n, s),
+        mode="lines",
+        name=f"Amdahl fit (s = {s:.3f})",
+        line={"color": "crimson"},
+    )
     ceiling = 1.0 / s if s > 0 else float("inf")
     if np.isfinite(ceiling):
-        fig.add_hline(y=ceiling, line_dash="dot", line_color="crimson",
-                      annotation_text=f"ceiling {ceiling:.1f}×")
+        fig.add_hline(
+            y=ceiling, line_dash="dot", line_color="crimson", annotation_text=f"ceiling {ceiling:.1f}×"
+        )
     spread = f" ± {std:.3f}" if std is not None else ""
     ceiling_text = f"{ceiling:.1f}×" if np.isfinite(ceiling) else "unbounded"
-    return (f"Amdahl fit: serial fraction {s:.3f}{spread}, so the speed-up can never exceed {ceiling_text} "
-            f"however many devices are added.")
+    return (
+        f"Amdahl fit: serial fraction {s:.3f}{spread}, so the speed-up can never exceed {ceiling_text} "
+        f"however many devices are added."
+    )

@@ -65,9 +65,16 @@ class LiveView:
         self.console = console or Console(file=sys.stderr)
         self.state = LiveState(total=total)
         self._recent: deque[tuple[float, int]] = deque(maxlen=RATE_WINDOW)
-        self._progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TextColumn("scenarios"), TimeElapsedColumn(), TextColumn("ETA"),
-                                  TimeRemainingColumn(), console=self.console)
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("scenarios"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+        )
         self._task = self._progress.add_task(title, total=total or None)
         self._live = Live(self.renderable(), console=self.console, refresh_per_second=4, transient=False)
 

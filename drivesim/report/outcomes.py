@@ -66,7 +66,8 @@ def load_outcomes(shards: list[Path]) -> Outcomes:
             out.failed_rows, out.failed_reasons = _failures(con, cols)
         if {"num_agents", "size_class"} <= cols:
             value = con.execute(
-                "SELECT sum(num_agents)::DOUBLE / nullif(sum(size_class), 0) FROM results").fetchone()[0]
+                "SELECT sum(num_agents)::DOUBLE / nullif(sum(size_class), 0) FROM results"
+            ).fetchone()[0]
             out.padding_efficiency = None if value is None else float(value)
         return out
     finally:
@@ -104,12 +105,12 @@ def _group_rates(con: duckdb.DuckDBPyConnection, cols: frozenset[str], key: str)
     sql = f"""
         SELECT coalesce(({key})::VARCHAR, '(none)') AS label, count(*) AS n,
                count(*) FILTER ({ok}) AS ok,
-               {_rate(cols, 'ego_collided')} AS collision_rate,
-               {_rate(cols, 'offroad')} AS offroad_rate,
-               {_rate(cols, 'has_nan')} AS nan_rate,
-               {_mean(cols, 'progress_m')} AS progress_m,
-               {_median(cols, 'min_ttc_s')} AS min_ttc_s,
-               {_mean(cols, 'max_jerk')} AS max_jerk
+               {_rate(cols, "ego_collided")} AS collision_rate,
+               {_rate(cols, "offroad")} AS offroad_rate,
+               {_rate(cols, "has_nan")} AS nan_rate,
+               {_mean(cols, "progress_m")} AS progress_m,
+               {_median(cols, "min_ttc_s")} AS min_ttc_s,
+               {_mean(cols, "max_jerk")} AS max_jerk
         FROM results GROUP BY 1 ORDER BY {order}n DESC, label LIMIT {MAX_GROUPS}"""
     rows = _dicts(con.execute(sql))
     for row in rows:
@@ -149,8 +150,12 @@ def _failures(con: duckdb.DuckDBPyConnection, cols: frozenset[str]) -> tuple[lis
     if not wanted:
         return [], []
     order = "scenario_id" if "scenario_id" in cols else wanted[0]
-    rows = _dicts(con.execute(f"SELECT {', '.join(wanted)} FROM results WHERE status <> 'ok' "
-                          f"ORDER BY {order} LIMIT {MAX_FAILED_ROWS}"))
+    rows = _dicts(
+        con.execute(
+            f"SELECT {', '.join(wanted)} FROM results WHERE status <> 'ok' "
+            f"ORDER BY {order} LIMIT {MAX_FAILED_ROWS}"
+        )
+    )
     reasons: list[tuple] = []
     if "error" in cols:
         reasons = con.execute(

@@ -55,8 +55,7 @@ class LiveDashboardServer:
     Use ``start()`` (serves from a daemon thread), ``url`` and ``stop()``, or a ``with`` block.
     """
 
-    def __init__(self, campaign_dir: str | Path, host: str = "127.0.0.1", port: int = 0,
-                 poll_s: float = 2.0):
+    def __init__(self, campaign_dir: str | Path, host: str = "127.0.0.1", port: int = 0, poll_s: float = 2.0):
         if not is_loopback(host):
             raise ValueError(f"LiveDashboardServer binds to loopback only; refusing host {host!r}")
         self.campaign_dir = Path(campaign_dir)
@@ -75,8 +74,9 @@ class LiveDashboardServer:
         return f"http://{host}:{port}/"
 
     def start(self) -> LiveDashboardServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="drivesim-live-html",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="drivesim-live-html", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -50,9 +50,11 @@ def pad_scenario(
     centers = _pad_axis(np.asarray(sc.road.centers), 1, num_points, "edge")
     centers = _pad_axis(centers, 0, num_lanes, 0.0)
     road = RoadMap(
-        centers=centers, widths=_pad_axis(np.asarray(sc.road.widths), 0, num_lanes, 0.0),
+        centers=centers,
+        widths=_pad_axis(np.asarray(sc.road.widths), 0, num_lanes, 0.0),
         lane_valid=_pad_axis(np.asarray(sc.road.lane_valid), 0, num_lanes, False),
-        sort_axis=np.asarray(sc.road.sort_axis), conflict_xy=np.asarray(sc.road.conflict_xy),
+        sort_axis=np.asarray(sc.road.sort_axis),
+        conflict_xy=np.asarray(sc.road.conflict_xy),
         conflict_radius=np.asarray(sc.road.conflict_radius),
     )
     log = None
@@ -60,12 +62,22 @@ def pad_scenario(
         steps = log_steps or sc.log.valid.shape[0]
         pt = lambda v, fill: _pad_axis(_pad_axis(np.asarray(v), 1, num_agents, fill), 0, steps, fill)  # noqa: E731
         log = LogTrajectory(
-            xy=pt(sc.log.xy, 0.0), heading=pt(sc.log.heading, 0.0), speed=pt(sc.log.speed, 0.0),
-            valid=pt(sc.log.valid, False), replay=pa(sc.log.replay, False),
+            xy=pt(sc.log.xy, 0.0),
+            heading=pt(sc.log.heading, 0.0),
+            speed=pt(sc.log.speed, 0.0),
+            valid=pt(sc.log.valid, False),
+            replay=pa(sc.log.replay, False),
         )
     return Scenario(
-        agents=agents, idm=idm, stop_s=pa(sc.stop_s, np.inf), road=road, ego_index=sc.ego_index,
-        episode_length=sc.episode_length, scenario_id=sc.scenario_id, valid=sc.valid, log=log,
+        agents=agents,
+        idm=idm,
+        stop_s=pa(sc.stop_s, np.inf),
+        road=road,
+        ego_index=sc.ego_index,
+        episode_length=sc.episode_length,
+        scenario_id=sc.scenario_id,
+        valid=sc.valid,
+        log=log,
     )
 
 
@@ -291,9 +303,7 @@ def _fill_bucket(scenarios: list[Scenario], key: BucketKey, batch_size: int | No
     def agent(name, fill):
         return padded(name, (key.agents,), fill)
 
-    agents = AgentState(
-        **{k: agent("agents." + k, fill) for k, fill in AGENT_FILL.items()}
-    )
+    agents = AgentState(**{k: agent("agents." + k, fill) for k, fill in AGENT_FILL.items()})
     road = RoadMap(
         centers=padded("road.centers", grid, 0.0, edge=True),
         widths=padded("road.widths", lanes, 0.0),
@@ -329,7 +339,9 @@ def _fill_logs(scenarios: list[Scenario], key: BucketKey, total: int) -> LogTraj
         return _fill_stack(_leaves(logs, name), shape, fill, total)
 
     return LogTrajectory(
-        xy=timed("xy", 0.0), heading=timed("heading", 0.0), speed=timed("speed", 0.0),
+        xy=timed("xy", 0.0),
+        heading=timed("heading", 0.0),
+        speed=timed("speed", 0.0),
         valid=timed("valid", False),
         replay=_fill_stack(_leaves(logs, "replay"), (key.agents,), False, total),
     )

@@ -133,8 +133,10 @@ class _Reader:
         shape = self.child(elem, "shape", field)
         rect = shape.find("rectangle")
         if rect is not None:
-            size = (self.number(rect.findtext("length"), f"{field}/shape/rectangle/length"),
-                    self.number(rect.findtext("width"), f"{field}/shape/rectangle/width"))
+            size = (
+                self.number(rect.findtext("length"), f"{field}/shape/rectangle/length"),
+                self.number(rect.findtext("width"), f"{field}/shape/rectangle/width"),
+            )
         elif shape.find("circle") is not None:
             r = self.number(shape.findtext("circle/radius"), f"{field}/shape/circle/radius")
             size = (2 * r, 2 * r)
@@ -163,12 +165,16 @@ def parse_xml(path: Path, max_bytes: int) -> Element:
     try:
         return SafeET.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except defusedxml.DefusedXmlException as err:
-        raise ScenarioError(f"forbidden XML construct ({type(err).__name__}: {err}); DTDs and entities "
-                            "are not accepted", path=where, field="<!DOCTYPE>") from None
+        raise ScenarioError(
+            f"forbidden XML construct ({type(err).__name__}: {err}); DTDs and entities are not accepted",
+            path=where,
+            field="<!DOCTYPE>",
+        ) from None
     except ParseError as err:
         line, col = getattr(err, "position", (0, 0))
-        raise ScenarioError(f"malformed or truncated XML: {err}", path=where,
-                            field=f"line {line}, column {col}") from None
+        raise ScenarioError(
+            f"malformed or truncated XML: {err}", path=where, field=f"line {line}, column {col}"
+        ) from None
 
 
 def scenario_id_of(name: str) -> int:
@@ -187,8 +193,10 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
     rd.scenario_id = name
     version = root.get("commonRoadVersion")
     if version not in OLD_LAYOUT + NEW_LAYOUT:
-        rd.fail("commonRoad@commonRoadVersion", f"unknown CommonRoad layout {version!r} "
-                f"(known: {', '.join(OLD_LAYOUT + NEW_LAYOUT)})")
+        rd.fail(
+            "commonRoad@commonRoadVersion",
+            f"unknown CommonRoad layout {version!r} (known: {', '.join(OLD_LAYOUT + NEW_LAYOUT)})",
+        )
     file_dt = rd.number(root.get("timeStepSize"), "commonRoad@timeStepSize")
     if file_dt <= 0:
         rd.fail("commonRoad@timeStepSize", f"time step must be > 0, got {file_dt}")
@@ -232,8 +240,16 @@ def _ego_track(root: Element, rd: _Reader, config: ImportConfig) -> _Track:
     field = f"planningProblem[id={problem.get('id')}]/initialState"
     init = rd.child(problem, "initialState", field.rsplit("/", 1)[0])
     _, xy, heading, speed, accel = rd.state(init, field)
-    return _Track(field, config.ego_length, config.ego_width, xy[None], np.array([heading]),
-                  np.array([speed]), np.ones(1, bool), accel)
+    return _Track(
+        field,
+        config.ego_length,
+        config.ego_width,
+        xy[None],
+        np.array([heading]),
+        np.array([speed]),
+        np.ones(1, bool),
+        accel,
+    )
 
 
 def _goal(root: Element, rd: _Reader) -> tuple[np.ndarray | None, list[str]]:
@@ -308,15 +324,27 @@ def _build(tracks, lanelets, goal, file_dt, scenario_id, config: ImportConfig) -
     idm = replace(idm, v0=np.maximum.reduce([limits, 1.2 * vmax, np.full(n, 5.0)]).astype(f))
     replay = np.where(np.arange(n) == 0, False, config.replay | ~valid[0])
     agents = AgentState(
-        x=xy[0, :, 0].astype(f), y=xy[0, :, 1].astype(f), heading=heading[0].astype(f),
-        speed=speed[0].astype(f), accel=np.array([t.accel0 for t in tracks], f),
-        length=np.array([t.length for t in tracks], f), width=np.array([t.width for t in tracks], f),
-        valid=np.ones(n, bool), route=route.astype(np.int32),
+        x=xy[0, :, 0].astype(f),
+        y=xy[0, :, 1].astype(f),
+        heading=heading[0].astype(f),
+        speed=speed[0].astype(f),
+        accel=np.array([t.accel0 for t in tracks], f),
+        length=np.array([t.length for t in tracks], f),
+        width=np.array([t.width for t in tracks], f),
+        valid=np.ones(n, bool),
+        route=route.astype(np.int32),
     )
-    log = LogTrajectory(xy=xy.astype(f), heading=heading.astype(f), speed=speed.astype(f), valid=valid,
-                        replay=replay)
+    log = LogTrajectory(
+        xy=xy.astype(f), heading=heading.astype(f), speed=speed.astype(f), valid=valid, replay=replay
+    )
     return Scenario(
-        agents=agents, idm=idm, stop_s=np.full(n, np.inf, f), road=road, ego_index=np.asarray(0, np.int32),
+        agents=agents,
+        idm=idm,
+        stop_s=np.full(n, np.inf, f),
+        road=road,
+        ego_index=np.asarray(0, np.int32),
         episode_length=np.asarray(max(valid.shape[0] - 1, 1), np.int32),
-        scenario_id=np.asarray(scenario_id, np.int32), valid=np.asarray(True), log=log,
+        scenario_id=np.asarray(scenario_id, np.int32),
+        valid=np.asarray(True),
+        log=log,
     )

@@ -58,12 +58,15 @@ def parse_lanelets(root: Element, rd) -> list[Lanelet]:
         count = max(len(bounds[0]), len(bounds[1]))
         left, right = geometry.resample(bounds[0], count), geometry.resample(bounds[1], count)
         limit = elem.findtext("speedLimit")
-        out.append(Lanelet(
-            id=elem.get("id"), center=0.5 * (left + right),
-            width=float(np.mean(np.linalg.norm(left - right, axis=1))),
-            successors=[s.get("ref") for s in elem.findall("successor") if s.get("ref")],
-            speed_limit=rd.number(limit, f"{field}/speedLimit") if limit is not None else 0.0,
-        ))
+        out.append(
+            Lanelet(
+                id=elem.get("id"),
+                center=0.5 * (left + right),
+                width=float(np.mean(np.linalg.norm(left - right, axis=1))),
+                successors=[s.get("ref") for s in elem.findall("successor") if s.get("ref")],
+                speed_limit=rd.number(limit, f"{field}/speedLimit") if limit is not None else 0.0,
+            )
+        )
     return out
 
 
@@ -78,8 +81,9 @@ def _match(lanelets: list[Lanelet], xy: np.ndarray, heading: float) -> int | Non
     return best
 
 
-def _chain(lanelets: list[Lanelet], by_id: dict, start: int, hints: np.ndarray, goal_ids: set,
-           length: float) -> list[int]:
+def _chain(
+    lanelets: list[Lanelet], by_id: dict, start: int, hints: np.ndarray, goal_ids: set, length: float
+) -> list[int]:
     """Lanelet indices from ``start`` along successors, following hint points, for ``length`` m."""
     chain = [start]
     total = geometry.arc_lengths(lanelets[start].center)[-1]
@@ -146,8 +150,12 @@ def build_road(lanelets, xy0, heading0, hints, goal_ids, cfg: RoadConfig):
     centers = np.stack([np.concatenate([r, np.repeat(r[-1:], points - len(r), 0)]) for r in routes])
     f = np.float32
     road = RoadMap(
-        centers=centers.astype(f), widths=np.asarray(widths, f), lane_valid=np.ones(len(routes), bool),
-        sort_axis=np.array([1.0, 0.0], f), conflict_xy=np.zeros(2, f), conflict_radius=np.zeros((), f),
+        centers=centers.astype(f),
+        widths=np.asarray(widths, f),
+        lane_valid=np.ones(len(routes), bool),
+        sort_axis=np.array([1.0, 0.0], f),
+        conflict_xy=np.zeros(2, f),
+        conflict_radius=np.zeros((), f),
     )
     return road, np.asarray(route), np.asarray(limits)
 

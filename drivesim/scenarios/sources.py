@@ -15,8 +15,14 @@ from drivesim.core.validate import ScenarioError, validate_scenario
 from drivesim.scenarios.record import ScenarioRecord
 
 __all__ = [
-    "ScenarioError", "ScenarioSource", "SyntheticSource", "CommonRoadSource", "StoreSource",
-    "MixedSource", "parse_source", "parse_sources",
+    "ScenarioError",
+    "ScenarioSource",
+    "SyntheticSource",
+    "CommonRoadSource",
+    "StoreSource",
+    "MixedSource",
+    "parse_source",
+    "parse_sources",
 ]
 
 
@@ -71,8 +77,10 @@ class SyntheticSource(ScenarioSource):
         return record
 
     def describe(self) -> str:
-        return (f"synthetic families {','.join(self.families)}: {self.count} scenarios, ids "
-                f"{self.first_id}..{self.first_id + self.count - 1}, seed {self.seed}")
+        return (
+            f"synthetic families {','.join(self.families)}: {self.count} scenarios, ids "
+            f"{self.first_id}..{self.first_id + self.count - 1}, seed {self.seed}"
+        )
 
 
 class CommonRoadSource(ScenarioSource):

@@ -51,9 +51,15 @@ FIELDS: tuple[tuple[str, type, tuple], ...] = (
     ("log.replay", BOOL, ("N",)),
 )
 ARROW = {F32: pa.float32(), I32: pa.int32(), BOOL: pa.bool_()}
-META_COLUMNS = (("family", pa.string()), ("source", pa.string()), ("name", pa.string()),
-                ("num_agents", pa.int32()), ("num_lanes", pa.int32()), ("num_points", pa.int32()),
-                ("log_steps", pa.int32()))
+META_COLUMNS = (
+    ("family", pa.string()),
+    ("source", pa.string()),
+    ("name", pa.string()),
+    ("num_agents", pa.int32()),
+    ("num_lanes", pa.int32()),
+    ("num_points", pa.int32()),
+    ("log_steps", pa.int32()),
+)
 
 
 def column_name(path: str) -> str:
@@ -139,8 +145,9 @@ def _to_table(records: list[ScenarioRecord]) -> pa.Table:
         "num_agents": pa.array([s.num_agents for s in scs], pa.int32()),
         "num_lanes": pa.array([np.asarray(s.road.widths).shape[0] for s in scs], pa.int32()),
         "num_points": pa.array([np.asarray(s.road.centers).shape[1] for s in scs], pa.int32()),
-        "log_steps": pa.array([np.asarray(s.log.valid).shape[0] if s.log is not None else None for s in scs],
-                              pa.int32()),
+        "log_steps": pa.array(
+            [np.asarray(s.log.valid).shape[0] if s.log is not None else None for s in scs], pa.int32()
+        ),
     }
     for path, dtype, shape in FIELDS:
         values = [_get(s, path) for s in scs]
@@ -188,11 +195,17 @@ class ScenarioStore:
         meta = self._file.schema_arrow.metadata or {}
         version = meta.get(VERSION_KEY)
         if version is None:
-            raise ScenarioError("not a drivesim scenario store (no schema version)", path=str(self.path),
-                                field="schema metadata")
+            raise ScenarioError(
+                "not a drivesim scenario store (no schema version)",
+                path=str(self.path),
+                field="schema metadata",
+            )
         if int(version) != SCHEMA_VERSION:
-            raise ScenarioError(f"unsupported store schema version {int(version)} (this drivesim reads "
-                                f"{SCHEMA_VERSION})", path=str(self.path), field="schema metadata")
+            raise ScenarioError(
+                f"unsupported store schema version {int(version)} (this drivesim reads {SCHEMA_VERSION})",
+                path=str(self.path),
+                field="schema metadata",
+            )
         md = self._file.metadata
         self._starts = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
         self._cached: tuple[int, _RowGroup] | None = None
@@ -236,17 +249,27 @@ def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:
             continue
         if path.startswith("log.") and not has_log:
             continue
-        flat = values[offsets[row]:offsets[row + 1]]
+        flat = values[offsets[row] : offsets[row + 1]]
         full = tuple(dims[d] if isinstance(d, str) else d for d in shape)
         if null[row] or flat.size != int(np.prod(full)):
-            raise ScenarioError(f"{flat.size} values do not fill shape {full}", path=where,
-                                scenario_id=int(out.get("scenario_id", row)), field=column_name(path))
+            raise ScenarioError(
+                f"{flat.size} values do not fill shape {full}",
+                path=where,
+                scenario_id=int(out.get("scenario_id", row)),
+                field=column_name(path),
+            )
         out[path] = flat.reshape(full).copy()
     pick = lambda prefix: {p.split(".", 1)[1]: v for p, v in out.items() if p.startswith(prefix)}  # noqa: E731
     log = LogTrajectory(**pick("log.")) if has_log else None
     scenario = Scenario(
-        agents=AgentState(**pick("agents.")), idm=IDMParams(**pick("idm.")), stop_s=out["stop_s"],
-        road=RoadMap(**pick("road.")), ego_index=out["ego_index"], episode_length=out["episode_length"],
-        scenario_id=out["scenario_id"], valid=out["valid"], log=log,
+        agents=AgentState(**pick("agents.")),
+        idm=IDMParams(**pick("idm.")),
+        stop_s=out["stop_s"],
+        road=RoadMap(**pick("road.")),
+        ego_index=out["ego_index"],
+        episode_length=out["episode_length"],
+        scenario_id=out["scenario_id"],
+        valid=out["valid"],
+        log=log,
     )
     return ScenarioRecord(scenario=scenario, family=meta["family"], source=meta["source"], name=meta["name"])

@@ -113,19 +113,34 @@ def highway(scenario_id: int, cfg: FamilyConfig = FamilyConfig()) -> ScenarioRec
     ego = int(rng.integers(0, n))
     f = np.float32
     agents = AgentState(
-        x=xy[:, 0].astype(f), y=xy[:, 1].astype(f), heading=heading.astype(f),
-        speed=speed.astype(f), accel=np.zeros(n, f), length=length, width=width,
-        valid=np.ones(n, bool), route=lane_of.astype(np.int32),
+        x=xy[:, 0].astype(f),
+        y=xy[:, 1].astype(f),
+        heading=heading.astype(f),
+        speed=speed.astype(f),
+        accel=np.zeros(n, f),
+        length=length,
+        width=width,
+        valid=np.ones(n, bool),
+        route=lane_of.astype(np.int32),
     )
     road = RoadMap(
-        centers=centers.astype(f), widths=np.full(lanes, lane_width, f),
-        lane_valid=np.ones(lanes, bool), sort_axis=rot[:, 0].astype(f),
-        conflict_xy=np.zeros(2, f), conflict_radius=np.zeros((), f),
+        centers=centers.astype(f),
+        widths=np.full(lanes, lane_width, f),
+        lane_valid=np.ones(lanes, bool),
+        sort_axis=rot[:, 0].astype(f),
+        conflict_xy=np.zeros(2, f),
+        conflict_radius=np.zeros((), f),
     )
     scenario = Scenario(
-        agents=agents, idm=draw_idm(rng, n), stop_s=np.full(n, np.inf, f), road=road,
-        ego_index=np.asarray(ego, np.int32), episode_length=np.asarray(episode_length(rng, cfg), np.int32),
-        scenario_id=np.asarray(scenario_id, np.int32), valid=np.asarray(True), log=None,
+        agents=agents,
+        idm=draw_idm(rng, n),
+        stop_s=np.full(n, np.inf, f),
+        road=road,
+        ego_index=np.asarray(ego, np.int32),
+        episode_length=np.asarray(episode_length(rng, cfg), np.int32),
+        scenario_id=np.asarray(scenario_id, np.int32),
+        valid=np.asarray(True),
+        log=None,
     )
     name = f"highway-{scenario_id}"
     return ScenarioRecord(scenario=scenario, family="highway", source="synthetic", name=name)
@@ -172,20 +187,34 @@ def _assemble(rng, family: str, scenario_id: int, cfg: FamilyConfig, lay: _Layou
     centers = np.stack([np.concatenate([r, np.repeat(r[-1:], points - len(r), 0)]) for r in lay.routes])
     xy = lay.xy @ rot.T
     agents = AgentState(
-        x=xy[:, 0].astype(f), y=xy[:, 1].astype(f), heading=(lay.heading + angle).astype(f),
-        speed=lay.speed.astype(f), accel=np.zeros(n, f), length=lay.length, width=lay.width,
-        valid=np.ones(n, bool), route=lay.route.astype(np.int32),
+        x=xy[:, 0].astype(f),
+        y=xy[:, 1].astype(f),
+        heading=(lay.heading + angle).astype(f),
+        speed=lay.speed.astype(f),
+        accel=np.zeros(n, f),
+        length=lay.length,
+        width=lay.width,
+        valid=np.ones(n, bool),
+        route=lay.route.astype(np.int32),
     )
     road = RoadMap(
-        centers=(centers @ rot.T).astype(f), widths=np.asarray(lay.widths, f),
-        lane_valid=np.ones(len(lay.routes), bool), sort_axis=(rot @ lay.sort_axis).astype(f),
-        conflict_xy=(rot @ lay.conflict_xy).astype(f), conflict_radius=np.asarray(lay.conflict_radius, f),
+        centers=(centers @ rot.T).astype(f),
+        widths=np.asarray(lay.widths, f),
+        lane_valid=np.ones(len(lay.routes), bool),
+        sort_axis=(rot @ lay.sort_axis).astype(f),
+        conflict_xy=(rot @ lay.conflict_xy).astype(f),
+        conflict_radius=np.asarray(lay.conflict_radius, f),
     )
     scenario = Scenario(
-        agents=agents, idm=idm, stop_s=lay.stop_s.astype(f), road=road,
+        agents=agents,
+        idm=idm,
+        stop_s=lay.stop_s.astype(f),
+        road=road,
         ego_index=np.asarray(int(rng.integers(0, n)), np.int32),
         episode_length=np.asarray(episode_length(rng, cfg), np.int32),
-        scenario_id=np.asarray(scenario_id, np.int32), valid=np.asarray(True), log=None,
+        scenario_id=np.asarray(scenario_id, np.int32),
+        valid=np.asarray(True),
+        log=None,
     )
     name = f"{family}-{scenario_id}"
     return ScenarioRecord(scenario=scenario, family=family, source="synthetic", name=name)
@@ -245,9 +274,17 @@ def merge(scenario_id: int, cfg: FamilyConfig = FamilyConfig()) -> ScenarioRecor
     heading = np.concatenate([rng.normal(0.0, 0.01, n_main), ramp_heading])
     stop_s = np.concatenate([np.where(lane_of == 0, np.inf, PASSED), np.full(n_ramp, s_stop)])
     lay = _Layout(
-        routes=routes, widths=np.full(lanes + 1, w), xy=xy, heading=heading, speed=speed,
-        route=np.concatenate([lane_of, np.full(n_ramp, lanes)]), stop_s=stop_s, length=length,
-        width=width, sort_axis=np.array([1.0, 0.0]), conflict_xy=np.array([x_merge - 30.0, 0.0]),
+        routes=routes,
+        widths=np.full(lanes + 1, w),
+        xy=xy,
+        heading=heading,
+        speed=speed,
+        route=np.concatenate([lane_of, np.full(n_ramp, lanes)]),
+        stop_s=stop_s,
+        length=length,
+        width=width,
+        sort_axis=np.array([1.0, 0.0]),
+        conflict_xy=np.array([x_merge - 30.0, 0.0]),
         conflict_radius=30.0,
     )
     return _assemble(rng, "merge", scenario_id, cfg, lay, draw_idm(rng, n))
@@ -293,9 +330,18 @@ def intersection(scenario_id: int, cfg: FamilyConfig = FamilyConfig()) -> Scenar
         heading[members] = np.arctan2(u[1], u[0])
     diag = np.array([1.0 + np.cos(beta), np.sin(beta)])
     lay = _Layout(
-        routes=routes, widths=np.full(len(lane_defs), w), xy=xy, heading=heading, speed=speed,
-        route=route, stop_s=np.where(minor, half - radius, np.inf), length=length, width=width,
-        sort_axis=diag / np.linalg.norm(diag), conflict_xy=np.zeros(2), conflict_radius=radius,
+        routes=routes,
+        widths=np.full(len(lane_defs), w),
+        xy=xy,
+        heading=heading,
+        speed=speed,
+        route=route,
+        stop_s=np.where(minor, half - radius, np.inf),
+        length=length,
+        width=width,
+        sort_axis=diag / np.linalg.norm(diag),
+        conflict_xy=np.zeros(2),
+        conflict_radius=radius,
     )
     idm = draw_idm(rng, n)
     idm = replace(idm, v0=rng.uniform(11.0, 17.0, n).astype(np.float32))

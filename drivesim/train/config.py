@@ -68,8 +68,9 @@ class EnvConfig:
     @property
     def sim(self) -> SimConfig:
         """The engine config the environment steps (and the one that evaluates the policy)."""
-        return SimConfig(dt=self.dt, num_steps=self.episode_steps, policy="mlp",
-                         obs_neighbours=self.obs_neighbours)
+        return SimConfig(
+            dt=self.dt, num_steps=self.episode_steps, policy="mlp", obs_neighbours=self.obs_neighbours
+        )
 
     @property
     def obs_size(self) -> int:
@@ -133,13 +134,16 @@ class TrainConfig:
         if self.updates < 1 or self.chunk < 1:
             raise ValueError("TrainConfig: updates and chunk must be >= 1")
         if self.checkpoint_every % self.chunk:
-            raise ValueError(f"TrainConfig.checkpoint_every={self.checkpoint_every} must be a multiple of "
-                             f"chunk={self.chunk}")
+            raise ValueError(
+                f"TrainConfig.checkpoint_every={self.checkpoint_every} must be a multiple of "
+                f"chunk={self.chunk}"
+            )
         if p.anneal_updates is not None and p.anneal_updates < 1:
             raise ValueError(f"TrainConfig.ppo.anneal_updates={p.anneal_updates} must be >= 1 (or None)")
         if self.env.sort_schedule not in ("global", "episode"):
-            raise ValueError(f"TrainConfig.env.sort_schedule={self.env.sort_schedule!r}: "
-                             "use 'global' or 'episode'")
+            raise ValueError(
+                f"TrainConfig.env.sort_schedule={self.env.sort_schedule!r}: use 'global' or 'episode'"
+            )
         if self.env.pool_size < 1 or self.env.num_agents < 2:
             raise ValueError("TrainConfig.env: pool_size >= 1 and num_agents >= 2 required")
         return self
@@ -168,5 +172,7 @@ def tiny_config(updates: int = 4, chunk: int = 2) -> TrainConfig:
     return TrainConfig(
         env=EnvConfig(num_agents=8, episode_steps=40, pool_size=256),
         ppo=PPOConfig(num_envs=64, rollout_steps=16, learning_rate=1e-3),
-        updates=updates, chunk=chunk, checkpoint_every=chunk,
+        updates=updates,
+        chunk=chunk,
+        checkpoint_every=chunk,
     )

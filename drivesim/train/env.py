@@ -126,8 +126,14 @@ def env_reset(pool: ScenarioPool, env_id: Array, num_envs: int) -> tuple[EnvStat
     """Initial EnvState and observation of environments ``env_id`` (any shape (...,))."""
     sim, scenario, obs = _from_pool(pool, pool_index(env_id, 0, num_envs, pool.obs.shape[0]))
     zeros = jnp.zeros(env_id.shape, jnp.float32)
-    env = EnvState(sim=sim, scenario=scenario, env_id=env_id, episode=jnp.zeros(env_id.shape, jnp.int32),
-                   ep_return=zeros, progress=zeros)
+    env = EnvState(
+        sim=sim,
+        scenario=scenario,
+        env_id=env_id,
+        episode=jnp.zeros(env_id.shape, jnp.int32),
+        ep_return=zeros,
+        progress=zeros,
+    )
     return env, obs
 
 
@@ -153,19 +159,30 @@ def physics_step(env: EnvState, unit_action: Array, cfg: EnvConfig, step_index: 
     accel, steer = behavior.action_from_unit(unit_action, sim_cfg)
     if cfg.sort_schedule == "episode" or step_index is None:
         step_index = env.sim.t
-    sim, info = advance(env.sim, env.scenario, sim_cfg, None, ego_action=(accel, steer),
-                        step_index=step_index)
+    sim, info = advance(
+        env.sim, env.scenario, sim_cfg, None, ego_action=(accel, steer), step_index=step_index
+    )
     reward = reward_of(info, info.ego_progress - env.progress, cfg)
     ended = sim.t >= jnp.minimum(env.scenario.episode_length, sim_cfg.num_steps)
     done = info.ego_collided | info.offroad | ended
     ep_return = env.ep_return + reward
-    out = StepOutput(reward=reward, done=done, collided=info.ego_collided, offroad=info.offroad,
-                     final_return=ep_return, final_progress=info.ego_progress)
+    out = StepOutput(
+        reward=reward,
+        done=done,
+        collided=info.ego_collided,
+        offroad=info.offroad,
+        final_return=ep_return,
+        final_progress=info.ego_progress,
+    )
     return sim, observe(sim, cfg), out
 
 
 def env_step(
-    pool: ScenarioPool, env: EnvState, unit_action: Array, cfg: EnvConfig, num_envs: int,
+    pool: ScenarioPool,
+    env: EnvState,
+    unit_action: Array,
+    cfg: EnvConfig,
+    num_envs: int,
     step_index: Array | None = None,
 ) -> tuple[EnvState, Array, StepOutput]:
     """Step a batch of environments (B,) with unit actions (B, 2); environments whose episode

@@ -35,8 +35,9 @@ def held_out_ids(cfg: EnvConfig, count: int) -> np.ndarray:
     """Ids [0, count), checked disjoint from the training pool."""
     ids = np.arange(count, dtype=np.int64)
     if np.intersect1d(ids, scenario_ids(cfg)).size:
-        raise ValueError(f"EnvConfig.pool_start={cfg.pool_start}: the training pool overlaps the held-out "
-                         f"ids [0, {count})")
+        raise ValueError(
+            f"EnvConfig.pool_start={cfg.pool_start}: the training pool overlaps the held-out ids [0, {count})"
+        )
     return ids
 
 
@@ -54,9 +55,13 @@ def evaluate_campaign(policy_file, cfg: EnvConfig, count: int, out_dir) -> EvalS
 
     held_out_ids(cfg, count)
     config = CampaignConfig(
-        sources=(f"synthetic:{cfg.family}",), count=count,
+        sources=(f"synthetic:{cfg.family}",),
+        count=count,
         policy=f"mlp:{pathlib.Path(policy_file).resolve()}",
-        agents=cfg.num_agents, num_steps=cfg.episode_steps, seed=cfg.family_seed, out=str(out_dir),
+        agents=cfg.num_agents,
+        num_steps=cfg.episode_steps,
+        seed=cfg.family_seed,
+        out=str(out_dir),
         batch_size=min(count, 256),
     )
     run_campaign(config)
@@ -68,7 +73,9 @@ def evaluate_campaign(policy_file, cfg: EnvConfig, count: int, out_dir) -> EvalS
 
 def _summary(collided, offroad, progress, jerk) -> EvalSummary:
     return EvalSummary(
-        scenarios=int(np.size(collided)), collision_rate=float(np.mean(collided)),
-        offroad_rate=float(np.mean(offroad)), progress_m=float(np.mean(progress)),
+        scenarios=int(np.size(collided)),
+        collision_rate=float(np.mean(collided)),
+        offroad_rate=float(np.mean(offroad)),
+        progress_m=float(np.mean(progress)),
         max_jerk=float(np.mean(jerk)),
     )

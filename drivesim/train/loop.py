@@ -79,7 +79,12 @@ def read_curve(out_dir) -> list[dict]:
 
 
 def train(
-    cfg: TrainConfig, out_dir, *, resume: bool = True, devices=None, on_chunk: ChunkFn | None = None,
+    cfg: TrainConfig,
+    out_dir,
+    *,
+    resume: bool = True,
+    devices=None,
+    on_chunk: ChunkFn | None = None,
     pool=None,
 ) -> TrainResult:
     """Train (or resume) PPO on ``cfg``; write everything under ``DIR/train``.
@@ -120,16 +125,26 @@ def train(
         checkpointer.close()
     policy_path = export_policy(state, cfg, directory / "policy.npz")
     steady = rates[1:] or rates
-    return TrainResult(state=state, directory=directory, curve_path=curve_path, policy_path=policy_path,
-                       resumed_from=resumed, compile_s=compile_s,
-                       steps_per_s=float(np.median(steady)) if steady else math.nan)
+    return TrainResult(
+        state=state,
+        directory=directory,
+        curve_path=curve_path,
+        policy_path=policy_path,
+        resumed_from=resumed,
+        compile_s=compile_s,
+        steps_per_s=float(np.median(steady)) if steady else math.nan,
+    )
 
 
 def export_policy(state: TrainState, cfg: TrainConfig, path) -> pathlib.Path:
     """Save the actor's mean network (the deterministic policy) as a policy file."""
     actor = jax.device_get(state.params.actor)
-    meta = {"update": int(state.update), "env_steps": int(state.update) * cfg.ppo.batch_steps,
-            "obs_neighbours": cfg.env.obs_neighbours, "config": config_to_dict(cfg)}
+    meta = {
+        "update": int(state.update),
+        "env_steps": int(state.update) * cfg.ppo.batch_steps,
+        "obs_neighbours": cfg.env.obs_neighbours,
+        "config": config_to_dict(cfg),
+    }
     return save_policy(path, actor, meta)
 
 
@@ -151,8 +166,10 @@ def _check_same(cfg: TrainConfig, saved: TrainConfig, where) -> None:
         now.pop(key), before.pop(key)
     if now != before:
         diff = sorted(k for k in now if now[k] != before.get(k))
-        raise ValueError(f"{where}: the checkpoint was written with a different config (fields {diff}); "
-                         "use a new --out or the same settings")
+        raise ValueError(
+            f"{where}: the checkpoint was written with a different config (fields {diff}); "
+            "use a new --out or the same settings"
+        )
 
 
 def _rows(metrics: UpdateMetrics, first_update: int, cfg: TrainConfig, rate: float, wall: float):
@@ -160,15 +177,24 @@ def _rows(metrics: UpdateMetrics, first_update: int, cfg: TrainConfig, rate: flo
     rows = []
     for i in range(values["episodes"].shape[0]):
         update = first_update + i + 1
-        rows.append(CurveRow(
-            update=update, env_steps=update * cfg.ppo.batch_steps,
-            mean_return=float(values["mean_return"][i]), collision_rate=float(values["collision_rate"][i]),
-            offroad_rate=float(values["offroad_rate"][i]), progress=float(values["progress"][i]),
-            mean_reward=float(values["mean_reward"][i]), episodes=int(values["episodes"][i]),
-            steps_per_s=rate, wall_s=wall,
-            policy_loss=float(values["policy_loss"][i]), value_loss=float(values["value_loss"][i]),
-            entropy=float(values["entropy"][i]), approx_kl=float(values["approx_kl"][i]),
-        ))
+        rows.append(
+            CurveRow(
+                update=update,
+                env_steps=update * cfg.ppo.batch_steps,
+                mean_return=float(values["mean_return"][i]),
+                collision_rate=float(values["collision_rate"][i]),
+                offroad_rate=float(values["offroad_rate"][i]),
+                progress=float(values["progress"][i]),
+                mean_reward=float(values["mean_reward"][i]),
+                episodes=int(values["episodes"][i]),
+                steps_per_s=rate,
+                wall_s=wall,
+                policy_loss=float(values["policy_loss"][i]),
+                value_loss=float(values["value_loss"][i]),
+                entropy=float(values["entropy"][i]),
+                approx_kl=float(values["approx_kl"][i]),
+            )
+        )
     return rows
 
 

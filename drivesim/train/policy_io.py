@@ -30,8 +30,13 @@ def save_policy(path, params: MLPParams, meta: dict | None = None) -> pathlib.Pa
     weights = [np.asarray(w, np.float32) for w in params.weights]
     biases = [np.asarray(b, np.float32) for b in params.biases]
     _check_layers(path, weights, biases, None)
-    info = {**(meta or {}), "format": FORMAT, "version": VERSION, "obs_size": int(weights[0].shape[0]),
-            "sizes": [int(weights[0].shape[0])] + [int(w.shape[1]) for w in weights]}
+    info = {
+        **(meta or {}),
+        "format": FORMAT,
+        "version": VERSION,
+        "obs_size": int(weights[0].shape[0]),
+        "sizes": [int(weights[0].shape[0])] + [int(w.shape[1]) for w in weights],
+    }
     arrays = {f"w{i}": w for i, w in enumerate(weights)} | {f"b{i}": b for i, b in enumerate(biases)}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -92,20 +97,28 @@ def _meta(path, data) -> dict:
 
 def _check_layers(path, weights, biases, obs_size) -> None:
     if not weights or len(weights) != len(biases):
-        raise PolicyFileError(f"{path}: need as many weight matrices as bias vectors (got "
-                              f"{len(weights)} and {len(biases)})")
+        raise PolicyFileError(
+            f"{path}: need as many weight matrices as bias vectors (got {len(weights)} and {len(biases)})"
+        )
     for i, (w, b) in enumerate(zip(weights, biases, strict=True)):
         if w.ndim != 2 or b.shape != (w.shape[1],):
-            raise PolicyFileError(f"{path}: layer {i}: w{i} shape {w.shape} and b{i} shape {b.shape} "
-                                  "do not match (expected (in, out) and (out,))")
+            raise PolicyFileError(
+                f"{path}: layer {i}: w{i} shape {w.shape} and b{i} shape {b.shape} "
+                "do not match (expected (in, out) and (out,))"
+            )
         if i and w.shape[0] != weights[i - 1].shape[1]:
-            raise PolicyFileError(f"{path}: layer {i}: w{i} has {w.shape[0]} inputs, the previous "
-                                  f"layer gives {weights[i - 1].shape[1]}")
+            raise PolicyFileError(
+                f"{path}: layer {i}: w{i} has {w.shape[0]} inputs, the previous "
+                f"layer gives {weights[i - 1].shape[1]}"
+            )
         if not (np.all(np.isfinite(w)) and np.all(np.isfinite(b))):
             raise PolicyFileError(f"{path}: layer {i}: w{i}/b{i} hold NaN or Inf")
     if weights[-1].shape[1] != 2:
-        raise PolicyFileError(f"{path}: the last layer outputs {weights[-1].shape[1]} values, expected 2 "
-                              "(accel, steer)")
+        raise PolicyFileError(
+            f"{path}: the last layer outputs {weights[-1].shape[1]} values, expected 2 (accel, steer)"
+        )
     if obs_size is not None and weights[0].shape[0] != obs_size:
-        raise PolicyFileError(f"{path}: w0 takes {weights[0].shape[0]} inputs but the observation has "
-                              f"{obs_size} (check SimConfig.obs_neighbours)")
+        raise PolicyFileError(
+            f"{path}: w0 takes {weights[0].shape[0]} inputs but the observation has "
+            f"{obs_size} (check SimConfig.obs_neighbours)"
+        )

@@ -110,8 +110,15 @@ def env_noise(key: Array, env_id: Array) -> Array:
     return jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(key, i), (2,)))(env_id)
 
 
-def collect(params, env: EnvState, obs: Array, key: Array, pool: ScenarioPool, cfg: TrainConfig,
-            first_step: Array | int = 0):
+def collect(
+    params,
+    env: EnvState,
+    obs: Array,
+    key: Array,
+    pool: ScenarioPool,
+    cfg: TrainConfig,
+    first_step: Array | int = 0,
+):
     """Roll the local environments for ``rollout_steps``; returns the final (env, obs) and
     the Transition / StepOutput stacks (T, B, ...). first_step: replicated () index of the
     run's first step of this rollout (the environments' shared re-sort counter)."""
@@ -125,9 +132,15 @@ def collect(params, env: EnvState, obs: Array, key: Array, pool: ScenarioPool, c
         action = mean + std * env_noise(step_key, env.env_id)
         value = networks.critic_value(params, obs, time_frac)
         new_env, new_obs, out = env_step(pool, env, action, cfg.env, cfg.ppo.num_envs, step_index)
-        tr = Transition(obs=obs, time_frac=time_frac, action=action,
-                        log_prob=networks.log_prob(params, mean, action), value=value,
-                        reward=out.reward, done=out.done)
+        tr = Transition(
+            obs=obs,
+            time_frac=time_frac,
+            action=action,
+            log_prob=networks.log_prob(params, mean, action),
+            value=value,
+            reward=out.reward,
+            done=out.done,
+        )
         return (new_env, new_obs), (tr, out)
 
     keys = jax.random.split(key, cfg.ppo.rollout_steps)
@@ -218,9 +231,14 @@ def episode_stats(outs, rewards: Array) -> dict:
     episodes = total(done)
     per = lambda x: total(done * x.astype(jnp.float32)) / episodes  # noqa: E731 (NaN if none)
     steps = jax.lax.psum(jnp.asarray(rewards.size, jnp.float32), AXIS)
-    return dict(episodes=episodes, mean_return=per(outs.final_return), collision_rate=per(outs.collided),
-                offroad_rate=per(outs.offroad), progress=per(outs.final_progress),
-                mean_reward=total(rewards) / steps)
+    return dict(
+        episodes=episodes,
+        mean_return=per(outs.final_return),
+        collision_rate=per(outs.collided),
+        offroad_rate=per(outs.offroad),
+        progress=per(outs.final_progress),
+        mean_reward=total(rewards) / steps,
+    )
 
 
 def one_update(state: TrainState, pool: ScenarioPool, cfg: TrainConfig, optimizer):
@@ -233,8 +251,13 @@ def one_update(state: TrainState, pool: ScenarioPool, cfg: TrainConfig, optimize
     params, opt_state, losses = learn(
         state.params, state.opt_state, k_learn, (traj, advantages, returns), env.env_id, cfg, optimizer
     )
-    metrics = UpdateMetrics(**episode_stats(outs, traj.reward), policy_loss=losses[0], value_loss=losses[1],
-                            entropy=losses[2], approx_kl=losses[3])
+    metrics = UpdateMetrics(
+        **episode_stats(outs, traj.reward),
+        policy_loss=losses[0],
+        value_loss=losses[1],
+        entropy=losses[2],
+        approx_kl=losses[3],
+    )
     new = TrainState(params=params, opt_state=opt_state, env=env, obs=obs, key=key, update=state.update + 1)
     return new, metrics
 
@@ -247,15 +270,18 @@ class Trainer:
         self.mesh = make_mesh() if mesh is None else mesh
         devices = self.mesh.devices.size
         if cfg.ppo.num_envs % devices:
-            raise ValueError(f"TrainConfig.ppo.num_envs={cfg.ppo.num_envs} must be a multiple of "
-                             f"the device count {devices}")
+            raise ValueError(
+                f"TrainConfig.ppo.num_envs={cfg.ppo.num_envs} must be a multiple of "
+                f"the device count {devices}"
+            )
         self.optimizer = make_optimizer(cfg)
         self.pool = jax.device_put(pool, NamedSharding(self.mesh, P()))
 
     def shardings(self) -> TrainState:
         """NamedSharding prefix tree of a TrainState on this mesh."""
-        return jax.tree_util.tree_map(lambda spec: NamedSharding(self.mesh, spec), state_specs(),
-                                      is_leaf=lambda x: isinstance(x, P))
+        return jax.tree_util.tree_map(
+            lambda spec: NamedSharding(self.mesh, spec), state_specs(), is_leaf=lambda x: isinstance(x, P)
+        )
 
     def init_state(self) -> TrainState:
         """Fresh parameters, optimiser state and environments from ``cfg.seed``."""
@@ -266,7 +292,9 @@ class Trainer:
         """Put a (host or device) TrainState on the mesh with the training shardings."""
         shard = self.shardings()
         return jax.tree_util.tree_map(
-            lambda s, sub: jax.device_put(sub, s), shard, state,
+            lambda s, sub: jax.device_put(sub, s),
+            shard,
+            state,
             is_leaf=lambda x: isinstance(x, NamedSharding),
         )
 
@@ -281,8 +309,13 @@ class Trainer:
         key = self._key(n)
         if key not in _PROGRAMS:
             body = partial(_run_updates, n=n, cfg=self.cfg, optimizer=self.optimizer)
-            mapped = jax.shard_map(body, mesh=self.mesh, in_specs=(state_specs(), P()),
-                                   out_specs=(state_specs(), P()), check_vma=False)
+            mapped = jax.shard_map(
+                body,
+                mesh=self.mesh,
+                in_specs=(state_specs(), P()),
+                out_specs=(state_specs(), P()),
+                check_vma=False,
+            )
             _PROGRAMS[key] = jax.jit(mapped)
         return _PROGRAMS[key]
 
@@ -314,8 +347,15 @@ def _init_state(pool: ScenarioPool, cfg: TrainConfig) -> TrainState:
     key = jax.random.PRNGKey(cfg.seed)
     key, k_params = jax.random.split(key)
     p = cfg.ppo
-    params = networks.init_actor_critic(k_params, cfg.env.obs_size, p.hidden, p.init_log_std,
-                                        p.actor_last_scale)
+    params = networks.init_actor_critic(
+        k_params, cfg.env.obs_size, p.hidden, p.init_log_std, p.actor_last_scale
+    )
     env, obs = env_reset(pool, jnp.arange(p.num_envs, dtype=jnp.int32), p.num_envs)
-    return TrainState(params=params, opt_state=make_optimizer(cfg).init(params), env=env, obs=obs, key=key,
-                      update=jnp.zeros((), jnp.int32))
+    return TrainState(
+        params=params,
+        opt_state=make_optimizer(cfg).init(params),
+        env=env,
+        obs=obs,
+        key=key,
+        update=jnp.zeros((), jnp.int32),
+    )

@@ -13,8 +13,21 @@ def _json_lines(stdout: str) -> list[dict]:
 
 
 def test_bench_engine_json(tmp_path):
-    args = ["bench", "engine", "--agents", "8", "--scenarios", "16", "--steps", "5",
-            "--repeats", "2", "--json", "--out", str(tmp_path)]
+    args = [
+        "bench",
+        "engine",
+        "--agents",
+        "8",
+        "--scenarios",
+        "16",
+        "--steps",
+        "5",
+        "--repeats",
+        "2",
+        "--json",
+        "--out",
+        str(tmp_path),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     records = _json_lines(result.stdout)
@@ -25,8 +38,21 @@ def test_bench_engine_json(tmp_path):
 
 
 def test_bench_memory_marks_one_knee(tmp_path):
-    args = ["bench", "memory", "--sizes", "8,16", "--agents", "8", "--steps", "5", "--repeats", "2",
-            "--json", "--out", str(tmp_path)]
+    args = [
+        "bench",
+        "memory",
+        "--sizes",
+        "8,16",
+        "--agents",
+        "8",
+        "--steps",
+        "5",
+        "--repeats",
+        "2",
+        "--json",
+        "--out",
+        str(tmp_path),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     records = _json_lines(result.stdout)
@@ -37,8 +63,22 @@ def test_bench_memory_marks_one_knee(tmp_path):
 
 
 def test_profile_command(tmp_path):
-    args = ["profile", "--out", str(tmp_path), "--scenarios", "16", "--agents", "8", "--steps", "5",
-            "--devices", "2", "--repeats", "1", "--json"]
+    args = [
+        "profile",
+        "--out",
+        str(tmp_path),
+        "--scenarios",
+        "16",
+        "--agents",
+        "8",
+        "--steps",
+        "5",
+        "--devices",
+        "2",
+        "--repeats",
+        "1",
+        "--json",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     (record,) = _json_lines(result.stdout)

@@ -6,17 +6,28 @@ from drivesim.bench.bottleneck import PhaseTotals, shares, totals_from_rows, ver
 
 
 def row(load=0.0, h2d=0.0, compute=0.0, d2h=0.0, write=0.0, start=None, end=None, n=100):
-    return {"load_s": load, "h2d_s": h2d, "compute_s": compute, "d2h_s": d2h, "write_s": write,
-            "wall_start": start, "wall_end": end, "num_scenarios": n}
+    return {
+        "load_s": load,
+        "h2d_s": h2d,
+        "compute_s": compute,
+        "d2h_s": d2h,
+        "write_s": write,
+        "wall_start": start,
+        "wall_end": end,
+        "num_scenarios": n,
+    }
 
 
-@pytest.mark.parametrize("phases, expected, hint", [
-    (dict(load=5.0, compute=1.0), "input-bound", "loader threads"),
-    (dict(h2d=3.0, compute=1.0, d2h=0.5), "transfer-bound", "larger chunk"),
-    (dict(d2h=3.0, compute=1.0), "transfer-bound", "metrics only"),
-    (dict(load=0.2, h2d=0.1, compute=4.0, write=0.3), "compute-bound", "bucket"),
-    (dict(compute=1.0, write=2.0), "host-bound", "background thread"),
-])
+@pytest.mark.parametrize(
+    "phases, expected, hint",
+    [
+        (dict(load=5.0, compute=1.0), "input-bound", "loader threads"),
+        (dict(h2d=3.0, compute=1.0, d2h=0.5), "transfer-bound", "larger chunk"),
+        (dict(d2h=3.0, compute=1.0), "transfer-bound", "metrics only"),
+        (dict(load=0.2, h2d=0.1, compute=4.0, write=0.3), "compute-bound", "bucket"),
+        (dict(compute=1.0, write=2.0), "host-bound", "background thread"),
+    ],
+)
 def test_dominant_phase(phases, expected, hint):
     v = verdict(totals_from_rows([row(**phases), row(**phases)]))
     assert v.bottleneck == expected

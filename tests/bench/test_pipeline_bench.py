@@ -12,8 +12,23 @@ pytest.importorskip("drivesim.pipeline.campaign")
 
 
 def test_bench_pipeline_cli(tmp_path):
-    args = ["bench", "pipeline", "--count", "32", "--agents", "8", "--steps", "5", "--batch-size", "16",
-            "--repeats", "2", "--json", "--out", str(tmp_path)]
+    args = [
+        "bench",
+        "pipeline",
+        "--count",
+        "32",
+        "--agents",
+        "8",
+        "--steps",
+        "5",
+        "--batch-size",
+        "16",
+        "--repeats",
+        "2",
+        "--json",
+        "--out",
+        str(tmp_path),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     (record,) = [json.loads(x) for x in result.stdout.splitlines() if x.strip()]

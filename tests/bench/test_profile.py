@@ -21,8 +21,9 @@ def test_merge_intervals():
 
 
 def test_real_trace_busy_fractions(tmp_path):
-    result = profile_simulate(ProfileConfig(scenarios=16, agents=8, steps=5, devices=2, repeats=2),
-                              tmp_path / "trace")
+    result = profile_simulate(
+        ProfileConfig(scenarios=16, agents=8, steps=5, devices=2, repeats=2), tmp_path / "trace"
+    )
     assert result.xplane.endswith(".xplane.pb")
     names = [b.device for b in result.busy]
     assert names == ["cpu:0", "cpu:1"]  # the sharded batch ran on both devices, and only there

@@ -31,8 +31,26 @@ def test_worker_env_drops_forced_devices(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.skipif(len(cpu_cores()) < 2, reason="needs 2 CPU cores for 2 pinned processes")
 def test_scale_cli_strong_one_and_two_processes(tmp_path):
-    args = ["scale", "--mode", "strong", "--max-devices", "2", "--scenarios", "32", "--agents", "8",
-            "--steps", "5", "--repeats", "2", "--price", "1.0", "--json", "--out", str(tmp_path)]
+    args = [
+        "scale",
+        "--mode",
+        "strong",
+        "--max-devices",
+        "2",
+        "--scenarios",
+        "32",
+        "--agents",
+        "8",
+        "--steps",
+        "5",
+        "--repeats",
+        "2",
+        "--price",
+        "1.0",
+        "--json",
+        "--out",
+        str(tmp_path),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     lines = [json.loads(x) for x in result.stdout.splitlines() if x.strip()]

@@ -37,5 +37,7 @@ def chromium() -> str:
         found = shutil.which(name)
         if found:
             return found
-    pytest.skip("chromium not found on PATH (make test installs Debian's chromium via "
-                "scripts/ensure_chromium.sh); browser tests cannot run here")
+    pytest.skip(
+        "chromium not found on PATH (make test installs Debian's chromium via "
+        "scripts/ensure_chromium.sh); browser tests cannot run here"
+    )

@@ -13,8 +13,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--mute-audio")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--mute-audio",
+)
 PLOT_DIV = re.compile(r'<div class="plot[^"]*" id="(plot-\d+)"([^>]*)>')
 ATTR = re.compile(r'([\w-]+)="([^"]*)"')
 
@@ -41,16 +50,22 @@ def _run(chromium: str, args: list[str], timeout: float = 90) -> subprocess.Comp
 
 def render(chromium: str, url: str, budget_ms: int = 15000) -> Rendered:
     """Load ``url`` headless, let it run for ``budget_ms`` of virtual time, parse the DOM."""
-    proc = _run(chromium, [f"--virtual-time-budget={budget_ms}", "--run-all-compositor-stages-before-draw",
-                           "--dump-dom", url])
+    proc = _run(
+        chromium,
+        [f"--virtual-time-budget={budget_ms}", "--run-all-compositor-stages-before-draw", "--dump-dom", url],
+    )
     dom = proc.stdout
     if "<html" not in dom:
         raise AssertionError(f"chromium dumped no DOM (rc={proc.returncode}): {proc.stderr[-2000:]}")
     errors = re.search(r'<pre id="js-errors">(.*?)</pre>', dom, re.S)
     plots = {m.group(1): dict(ATTR.findall(m.group(2))) for m in PLOT_DIV.finditer(dom)}
     done = re.search(r'<body[^>]*data-plots-done="([^"]*)"', dom)
-    return Rendered(dom=dom, errors=errors.group(1).strip() if errors else "<no js-errors element>",
-                    plots=plots, plots_done=done.group(1) if done else "")
+    return Rendered(
+        dom=dom,
+        errors=errors.group(1).strip() if errors else "<no js-errors element>",
+        plots=plots,
+        plots_done=done.group(1) if done else "",
+    )
 
 
 def screenshot(chromium: str, url: str, out: Path, size: str = "1280,7000") -> Path:

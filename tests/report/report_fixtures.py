@@ -17,17 +17,34 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 HOSTILE = "<script>alert(1)</script>"
-RESULTS_SCHEMA = pa.schema([
-    ("scenario_id", pa.int64()), ("family", pa.string()), ("source", pa.string()), ("name", pa.string()),
-    ("num_agents", pa.int32()), ("size_class", pa.int32()), ("policy_id", pa.int32()),
-    ("policy", pa.string()),
-    ("status", pa.string()), ("error", pa.string()), ("ego_collided", pa.bool_()),
-    ("collision_step", pa.int32()), ("collision_pairs", pa.int32()), ("offroad", pa.bool_()),
-    ("progress_m", pa.float32()), ("min_ttc_s", pa.float32()), ("max_jerk", pa.float32()),
-    ("steps", pa.int32()), ("has_nan", pa.bool_()), ("log_div_mean", pa.float32()),
-    ("log_div_final", pa.float32()), ("window_overflow", pa.bool_()), ("batch_id", pa.int64()),
-    ("process_index", pa.int32()),
-])
+RESULTS_SCHEMA = pa.schema(
+    [
+        ("scenario_id", pa.int64()),
+        ("family", pa.string()),
+        ("source", pa.string()),
+        ("name", pa.string()),
+        ("num_agents", pa.int32()),
+        ("size_class", pa.int32()),
+        ("policy_id", pa.int32()),
+        ("policy", pa.string()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+        ("ego_collided", pa.bool_()),
+        ("collision_step", pa.int32()),
+        ("collision_pairs", pa.int32()),
+        ("offroad", pa.bool_()),
+        ("progress_m", pa.float32()),
+        ("min_ttc_s", pa.float32()),
+        ("max_jerk", pa.float32()),
+        ("steps", pa.int32()),
+        ("has_nan", pa.bool_()),
+        ("log_div_mean", pa.float32()),
+        ("log_div_final", pa.float32()),
+        ("window_overflow", pa.bool_()),
+        ("batch_id", pa.int64()),
+        ("process_index", pa.int32()),
+    ]
+)
 FAMILIES = ("highway", "merge", HOSTILE)
 POLICIES = ("idm", "idm[T=1.2,v0=30]")
 HOSTILE_DIR = "camp <img src=x onerror=alert(2)>"
@@ -46,21 +63,36 @@ def shard_table(batch_id: int, rng: np.random.Generator) -> pa.Table:
         for pid, policy in enumerate(POLICIES):
             agents = int(rng.integers(4, 30))
             ok = not failed
-            rows.append(dict(
-                scenario_id=sid, family=family, source=source, name=f"{family}-{sid}", num_agents=agents,
-                size_class=32, policy_id=pid, policy=policy, status="ok" if ok else "failed",
-                error=None if ok else f"{source}: scenario {sid}: field 'velocity' is NaN {HOSTILE}",
-                ego_collided=bool(rng.random() < 0.1 + 0.1 * pid) if ok else None,
-                collision_step=int(rng.integers(0, 80)) if ok else None,
-                collision_pairs=int(rng.integers(0, 3)) if ok else None,
-                offroad=bool(rng.random() < 0.05) if ok else None,
-                progress_m=float(rng.normal(200 + 30 * pid, 20)) if ok else None,
-                min_ttc_s=float(rng.exponential(3.0)) if ok and rng.random() < 0.8 else (
-                    float("inf") if ok else None),
-                max_jerk=float(rng.gamma(2.0, 1.5)) if ok else None, steps=80 if ok else None,
-                has_nan=False if ok else None, log_div_mean=float("nan") if ok else None,
-                log_div_final=float("nan") if ok else None, window_overflow=False if ok else None,
-                batch_id=batch_id, process_index=0))
+            rows.append(
+                dict(
+                    scenario_id=sid,
+                    family=family,
+                    source=source,
+                    name=f"{family}-{sid}",
+                    num_agents=agents,
+                    size_class=32,
+                    policy_id=pid,
+                    policy=policy,
+                    status="ok" if ok else "failed",
+                    error=None if ok else f"{source}: scenario {sid}: field 'velocity' is NaN {HOSTILE}",
+                    ego_collided=bool(rng.random() < 0.1 + 0.1 * pid) if ok else None,
+                    collision_step=int(rng.integers(0, 80)) if ok else None,
+                    collision_pairs=int(rng.integers(0, 3)) if ok else None,
+                    offroad=bool(rng.random() < 0.05) if ok else None,
+                    progress_m=float(rng.normal(200 + 30 * pid, 20)) if ok else None,
+                    min_ttc_s=float(rng.exponential(3.0))
+                    if ok and rng.random() < 0.8
+                    else (float("inf") if ok else None),
+                    max_jerk=float(rng.gamma(2.0, 1.5)) if ok else None,
+                    steps=80 if ok else None,
+                    has_nan=False if ok else None,
+                    log_div_mean=float("nan") if ok else None,
+                    log_div_final=float("nan") if ok else None,
+                    window_overflow=False if ok else None,
+                    batch_id=batch_id,
+                    process_index=0,
+                )
+            )
     return pa.Table.from_pylist(rows, schema=RESULTS_SCHEMA)
 
 
@@ -92,53 +124,128 @@ def write_ledger(root: Path, num_batches: int, failed_batch: int | None = None) 
     for b in range(num_batches):
         ids = json.dumps(list(range(b * BATCH, (b + 1) * BATCH)))
         if b == failed_batch:
-            con.execute("INSERT INTO batches VALUES (?,?,?,?,?,?,?)",
-                        (b, ids, "failed", f"XlaRuntimeError: {HOSTILE} out of memory", 2, None, t))
+            con.execute(
+                "INSERT INTO batches VALUES (?,?,?,?,?,?,?)",
+                (b, ids, "failed", f"XlaRuntimeError: {HOSTILE} out of memory", 2, None, t),
+            )
             continue
         compute = 0.5 + 0.1 * rng.random()
         start, end = t, t + compute + 0.12
         t = end - 0.05
-        con.execute("INSERT INTO batches VALUES (?,?,?,?,?,?,?)",
-                    (b, ids, "done", None, 1, f"results/part-{b:08d}.parquet", end))
-        con.execute("INSERT INTO phases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (b, BATCH, 32, start, end, 0.05, 0.01, compute, 0.005, 0.03, 40_000_000,
-                     None, 60_000_000 + b * 1000, 500_000_000 + b * 2_000_000))
-    meta = dict(machine="testhost x86_64", devices=json.dumps(["cpu"] * 8), jax_version="0.10.2",
-                backend="sharding", device_count="8", workload=f"synthetic:{HOSTILE} × 200",
-                started_at=str(T0), finished_at=str(t))
+        con.execute(
+            "INSERT INTO batches VALUES (?,?,?,?,?,?,?)",
+            (b, ids, "done", None, 1, f"results/part-{b:08d}.parquet", end),
+        )
+        con.execute(
+            "INSERT INTO phases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                b,
+                BATCH,
+                32,
+                start,
+                end,
+                0.05,
+                0.01,
+                compute,
+                0.005,
+                0.03,
+                40_000_000,
+                None,
+                60_000_000 + b * 1000,
+                500_000_000 + b * 2_000_000,
+            ),
+        )
+    meta = dict(
+        machine="testhost x86_64",
+        devices=json.dumps(["cpu"] * 8),
+        jax_version="0.10.2",
+        backend="sharding",
+        device_count="8",
+        workload=f"synthetic:{HOSTILE} × 200",
+        started_at=str(T0),
+        finished_at=str(t),
+    )
     con.executemany("INSERT INTO meta VALUES (?,?)", list(meta.items()))
     con.commit()
     con.close()
 
 
 def rate(median: float) -> dict:
-    return dict(median=median, p5=0.9 * median, p95=1.1 * median, ci_low=0.95 * median,
-                ci_high=1.05 * median, mean=median, std=0.05 * median, n=5, ci_method="bootstrap")
+    return dict(
+        median=median,
+        p5=0.9 * median,
+        p95=1.1 * median,
+        ci_low=0.95 * median,
+        ci_high=1.05 * median,
+        mean=median,
+        std=0.05 * median,
+        n=5,
+        ci_method="bootstrap",
+    )
 
 
 def write_bench(root: Path) -> None:
     """bench/*.jsonl (engine, pipeline, memory sweep) and scale/*.jsonl (strong scaling + Amdahl)."""
     from drivesim.bench.records import BenchRecord, append_records
 
-    common = dict(workload="W32", backend="sharding", device_kind="cpu", jax_version="0.10.2", agents=32,
-                  steps=80, repeats=5)
-    bench = [BenchRecord(kind="engine", batch_size=4096, compile_s=2.5, scenarios_per_s=rate(900.0),
-                         agent_steps_per_s=rate(900.0 * 32 * 80), **common),
-             BenchRecord(kind="pipeline", batch_size=256, scenarios_per_s=rate(700.0), bottleneck="compute",
-                         recommendation="add devices", **common)]
+    common = dict(
+        workload="W32",
+        backend="sharding",
+        device_kind="cpu",
+        jax_version="0.10.2",
+        agents=32,
+        steps=80,
+        repeats=5,
+    )
+    bench = [
+        BenchRecord(
+            kind="engine",
+            batch_size=4096,
+            compile_s=2.5,
+            scenarios_per_s=rate(900.0),
+            agent_steps_per_s=rate(900.0 * 32 * 80),
+            **common,
+        ),
+        BenchRecord(
+            kind="pipeline",
+            batch_size=256,
+            scenarios_per_s=rate(700.0),
+            bottleneck="compute",
+            recommendation="add devices",
+            **common,
+        ),
+    ]
     for size, thr in ((64, 300.0), (256, 700.0), (1024, 880.0), (4096, 900.0)):
-        bench.append(BenchRecord(kind="memory", batch_size=size, scenarios_per_s=rate(thr),
-                                 compiled_bytes=size * 40_000, host_rss_bytes=400_000_000 + size * 50_000,
-                                 knee=size == 1024, **common))
+        bench.append(
+            BenchRecord(
+                kind="memory",
+                batch_size=size,
+                scenarios_per_s=rate(thr),
+                compiled_bytes=size * 40_000,
+                host_rss_bytes=400_000_000 + size * 50_000,
+                knee=size == 1024,
+                **common,
+            )
+        )
     append_records(root / "bench" / "bench.jsonl", bench)
     s = 0.08
     scale = []
     for n in (1, 2, 4, 8):
         speedup = 1 / (s + (1 - s) / n)
-        scale.append(BenchRecord(kind="scale", mode="strong", device_count=n, speedup=speedup,
-                                 scenarios_per_s=rate(500 * speedup), efficiency=speedup / n, **common))
-    scale.append(BenchRecord(kind="amdahl", serial_fraction=s, serial_fraction_std=0.01, ceiling=1 / s,
-                             **common))
+        scale.append(
+            BenchRecord(
+                kind="scale",
+                mode="strong",
+                device_count=n,
+                speedup=speedup,
+                scenarios_per_s=rate(500 * speedup),
+                efficiency=speedup / n,
+                **common,
+            )
+        )
+    scale.append(
+        BenchRecord(kind="amdahl", serial_fraction=s, serial_fraction_std=0.01, ceiling=1 / s, **common)
+    )
     append_records(root / "scale" / "scale.jsonl", scale)
     with (root / "scale" / "scale.jsonl").open("a") as fh:
         fh.write("{not json\n")

@@ -51,7 +51,7 @@ def test_broken_plot_is_reported(campaign_dir, chromium, tmp_path):
     html = write_dashboard(campaign_dir, tmp_path / "good.html").read_text(encoding="utf-8")
     start = html.index('id="plot-0-spec">') + len('id="plot-0-spec">')
     broken = tmp_path / "broken.html"
-    broken.write_text(html[:start] + "{not json" + html[html.index("</script>", start):], encoding="utf-8")
+    broken.write_text(html[:start] + "{not json" + html[html.index("</script>", start) :], encoding="utf-8")
     rendered = render(chromium, broken.as_uri())
     assert "plot-0" in rendered.errors
     assert rendered.plots["plot-0"]["data-rendered"] == "error"

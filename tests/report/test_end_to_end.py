@@ -19,8 +19,9 @@ def test_campaign_to_dashboard(tmp_path):
     from drivesim.pipeline.config import CampaignConfig
 
     out = tmp_path / "run"
-    config = CampaignConfig(sources=("synthetic:highway",), count=24, batch_size=8, num_steps=10, agents=4,
-                            out=str(out))
+    config = CampaignConfig(
+        sources=("synthetic:highway",), count=24, batch_size=8, num_steps=10, agents=4, out=str(out)
+    )
     buf = io.StringIO()
     with LiveView(total=24, console=Console(file=buf, width=140, color_system=None)) as view:
         result = campaign.run_campaign(config, progress=view.update)

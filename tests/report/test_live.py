@@ -26,8 +26,22 @@ def test_live_view_shows_progress_from_batch_events():
     phases = PhaseTimes(load_s=0.01, h2d_s=0.002, compute_s=0.5, d2h_s=0.001, write_s=0.02, wall_start=0.0)
     with LiveView(total=100, console=console) as view:
         view.update(BatchEvent("start", 0, 0, 100, 0, 0.0, 0.0, 8))
-        view.update(BatchEvent("batch", 32, 3, 100, 0, 2.0, 16.0, 8, batch_id=0, num_scenarios=32,
-                               phases=phases, error="bad <file> [red]"))
+        view.update(
+            BatchEvent(
+                "batch",
+                32,
+                3,
+                100,
+                0,
+                2.0,
+                16.0,
+                8,
+                batch_id=0,
+                num_scenarios=32,
+                phases=phases,
+                error="bad <file> [red]",
+            )
+        )
     text = buf.getvalue()
     assert "32/100" in text
     assert "compute 500 ms" in text and "load 10 ms" in text
@@ -40,8 +54,16 @@ def test_live_view_shows_progress_from_batch_events():
 def test_live_view_accepts_plain_dicts():
     console, buf = _console()
     view = LiveView(total=10, console=console)
-    view.update({"scenarios_done": 4, "scenarios_total": 10, "failed": 0, "scenarios_per_s": 2.5,
-                 "phases": {"compute_s": 1.5}, "device_bytes": 3 * 2**20})
+    view.update(
+        {
+            "scenarios_done": 4,
+            "scenarios_total": 10,
+            "failed": 0,
+            "scenarios_per_s": 2.5,
+            "phases": {"compute_s": 1.5},
+            "device_bytes": 3 * 2**20,
+        }
+    )
     console.print(view.renderable())
     text = buf.getvalue()
     assert "4/10" in text and "compute 1.50 s" in text and "device 3 MiB" in text

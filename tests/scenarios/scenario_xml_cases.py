@@ -20,23 +20,29 @@ PROBLEM = """
 
 
 def state(t: int, x: str, tag: str = "state") -> str:
-    return (f"<{tag}><position><point><x>{x}</x><y>0</y></point></position>"
-            f"<orientation><exact>0</exact></orientation><time><exact>{t}</exact></time>"
-            f"<velocity><intervalStart>9</intervalStart><intervalEnd>11</intervalEnd></velocity></{tag}>")
+    return (
+        f"<{tag}><position><point><x>{x}</x><y>0</y></point></position>"
+        f"<orientation><exact>0</exact></orientation><time><exact>{t}</exact></time>"
+        f"<velocity><intervalStart>9</intervalStart><intervalEnd>11</intervalEnd></velocity></{tag}>"
+    )
 
 
 def obstacle(oid: int, x0: float = 40.0, x_text: str | None = None, layout: str = "2020a") -> str:
     states = "".join(state(t, x_text if (x_text and t == 2) else f"{x0 + t:.1f}") for t in range(1, 6))
-    body = (f"<type>car</type><shape><rectangle><length>4.5</length><width>1.8</width></rectangle></shape>"
-            f"{state(0, f'{x0:.1f}', 'initialState')}<trajectory>{states}</trajectory>")
+    body = (
+        f"<type>car</type><shape><rectangle><length>4.5</length><width>1.8</width></rectangle></shape>"
+        f"{state(0, f'{x0:.1f}', 'initialState')}<trajectory>{states}</trajectory>"
+    )
     if layout == "2018b":
         return f'<obstacle id="{oid}"><role>dynamic</role>{body}</obstacle>'
     return f'<dynamicObstacle id="{oid}">{body}</dynamicObstacle>'
 
 
 def document(obstacles: str, version: str = "2020a", dt: str = "0.1", root: str = "commonRoad") -> str:
-    return (f'<?xml version="1.0"?>\n<{root} commonRoadVersion="{version}" timeStepSize="{dt}" '
-            f'benchmarkID="TEST-1">{LANELET}{obstacles}{PROBLEM}</{root}>')
+    return (
+        f'<?xml version="1.0"?>\n<{root} commonRoadVersion="{version}" timeStepSize="{dt}" '
+        f'benchmarkID="TEST-1">{LANELET}{obstacles}{PROBLEM}</{root}>'
+    )
 
 
 BILLION_LAUGHS = """<?xml version="1.0"?>

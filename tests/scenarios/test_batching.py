@@ -40,7 +40,7 @@ def test_bucketer_groups_and_stacks():
         assert sc.agents.x.shape == (4, b.size_class)  # partial batches padded up to batch_size
         assert all(size_class(r.num_agents) == b.size_class for r in b.records)
         valid = np.asarray(sc.valid)
-        assert valid[: len(b.records)].all() and not valid[len(b.records):].any()
+        assert valid[: len(b.records)].all() and not valid[len(b.records) :].any()
         ids = np.asarray(sc.scenario_id)[: len(b.records)]
         assert ids.tolist() == [r.scenario_id for r in b.records]
         assert np.asarray(sc.agents.valid)[valid].sum() == b.real_agents

@@ -37,8 +37,10 @@ def test_synthetic_round_trip(tmp_path):
 
 
 def test_commonroad_round_trip(tmp_path, commonroad_dir):
-    records = [load_commonroad(p, ImportConfig(replay=k % 2 == 0))
-               for k, p in enumerate(sorted(commonroad_dir.glob("*.xml")))]
+    records = [
+        load_commonroad(p, ImportConfig(replay=k % 2 == 0))
+        for k, p in enumerate(sorted(commonroad_dir.glob("*.xml")))
+    ]
     path = tmp_path / "cr.parquet"
     write_store(path, records)
     for i, record in enumerate(records):

@@ -70,6 +70,7 @@ def _episode(pool, cfg, policy, num_envs: int = 8, offset: int = 0):
             sim, new_obs, out = jax.vmap(lambda e, a: physics_step(e, a, cfg, i))(env, policy(obs))
             env = env.__class__(**{**env.__dict__, "sim": sim, "progress": out.final_progress})
             return (env, new_obs), out
+
         steps = offset + jnp.arange(cfg.episode_steps, dtype=jnp.int32)
         return jax.lax.scan(body, (env, obs), steps)[1]
 

@@ -41,8 +41,16 @@ def test_trained_policy_beats_untrained_on_held_out_ids(trained_run, untrained_p
 def test_learning_curve_is_written_and_improves(trained_run):
     rows = [json.loads(line) for line in trained_run.curve_path.read_text().splitlines()]
     assert len(rows) == LEARN_UPDATES and rows[-1]["env_steps"] == LEARN_UPDATES * 64 * 16
-    keys = {"update", "env_steps", "mean_return", "collision_rate", "progress", "mean_reward", "steps_per_s",
-            "wall_s"}
+    keys = {
+        "update",
+        "env_steps",
+        "mean_return",
+        "collision_rate",
+        "progress",
+        "mean_reward",
+        "steps_per_s",
+        "wall_s",
+    }
     assert keys <= set(rows[0])
     early = np.nanmean([r["mean_return"] for r in rows[:20] if r["mean_return"] is not None])
     late = np.nanmean([r["mean_return"] for r in rows[-20:] if r["mean_return"] is not None])

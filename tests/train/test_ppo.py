@@ -18,8 +18,9 @@ def test_gae_matches_hand_computation():
     reward = jnp.asarray([[1.0], [2.0], [3.0]])
     value = jnp.asarray([[0.5], [1.0], [1.5]])
     done = jnp.asarray([[False], [True], [False]])
-    tr = Transition(obs=None, time_frac=None, action=None, log_prob=None, value=value, reward=reward,
-                    done=done)
+    tr = Transition(
+        obs=None, time_frac=None, action=None, log_prob=None, value=value, reward=reward, done=done
+    )
     g, lam = 0.9, 0.8
     adv, ret = gae(tr, jnp.asarray([2.0]), g, lam)
     a2 = 3.0 + g * 2.0 - 1.5
@@ -45,9 +46,16 @@ def test_one_and_eight_devices_learn_the_same():
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
     np.testing.assert_allclose(m1.mean_reward, m8.mean_reward, rtol=1e-4)
     np.testing.assert_array_equal(m1.episodes, m8.episodes)
-    moved = max(float(np.max(np.abs(a - b))) for a, b in zip(
-        jax.tree_util.tree_leaves(p1), jax.tree_util.tree_leaves(jax.device_get(
-            Trainer(cfg, pool, make_mesh(jax.devices()[:1])).init_state().params)), strict=True))
+    moved = max(
+        float(np.max(np.abs(a - b)))
+        for a, b in zip(
+            jax.tree_util.tree_leaves(p1),
+            jax.tree_util.tree_leaves(
+                jax.device_get(Trainer(cfg, pool, make_mesh(jax.devices()[:1])).init_state().params)
+            ),
+            strict=True,
+        )
+    )
     assert moved > 1e-4  # the updates changed the parameters (the comparison is not vacuous)
 
 

@@ -17,9 +17,32 @@ def test_train_help_lists_the_options():
 
 
 def test_train_json_run_writes_curve_checkpoint_and_policy(tmp_path):
-    args = ["train", "--steps", "2048", "--envs", "64", "--agents", "8", "--episode-steps", "40",
-            "--rollout", "16", "--pool", "256", "--lr", "1e-3", "--chunk", "2", "--checkpoint-every", "2",
-            "--devices", "1", "--out", str(tmp_path), "--json"]
+    args = [
+        "train",
+        "--steps",
+        "2048",
+        "--envs",
+        "64",
+        "--agents",
+        "8",
+        "--episode-steps",
+        "40",
+        "--rollout",
+        "16",
+        "--pool",
+        "256",
+        "--lr",
+        "1e-3",
+        "--chunk",
+        "2",
+        "--checkpoint-every",
+        "2",
+        "--devices",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--json",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
