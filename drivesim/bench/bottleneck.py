@@ -119,7 +119,7 @@ def _recommend(kind: str, totals: PhaseTotals, share: float) -> str:
 def verdict(totals: PhaseTotals) -> Verdict:
     """The dominant category of ``totals`` and a concrete recommendation."""
     s = shares(totals)
-    ranked = sorted(s, key=s.get, reverse=True)
+    ranked = sorted(s, key=lambda k: s[k], reverse=True)
     kind = ranked[0]
     advice = _recommend(kind, totals, s[kind])
     runner_up = ranked[1]

@@ -14,7 +14,7 @@ import jax
 
 from drivesim.bench.harness import HarnessConfig, Work, environment, measure, throughput
 from drivesim.bench.memory import memory_fields
-from drivesim.bench.records import BenchRecord, rate_line
+from drivesim.bench.records import BenchRecord, rate_line, summary_of
 from drivesim.bench.workloads import W32, Workload, make_batch, place, sim_config
 
 DEFAULT_AGENTS = (8, 32, 128)
@@ -112,7 +112,7 @@ def markdown_table(records: list[BenchRecord]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in records:
-        a, s = r.agent_steps_per_s, r.scenarios_per_s
+        a, s = summary_of(r, "agent_steps_per_s"), summary_of(r)
         lines.append(
             f"| {r.workload} | {r.device_count} | {a['median'] / 1e6:.2f} M "
             f"| {a['p5'] / 1e6:.2f} .. {a['p95'] / 1e6:.2f} M "

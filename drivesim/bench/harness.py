@@ -11,6 +11,7 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import jax
 
@@ -65,7 +66,7 @@ class Throughput:
         }
 
 
-def compile_timed(jitted, *args, **static) -> tuple[object, float]:
+def compile_timed(jitted, *args, **static) -> tuple[Any, float]:
     """Lower and compile ``jitted`` for ``args``; returns (compiled, seconds)."""
     start = time.perf_counter()
     compiled = jitted.lower(*args, **static).compile()

@@ -121,5 +121,5 @@ def run_pipeline_bench(config: PipelineBenchConfig, log=None) -> tuple[BenchReco
 
 
 def _max(rows: list[dict], key: str) -> int | None:
-    values = [r.get(key) for r in rows if r.get(key) is not None]
+    values = [v for r in rows if (v := r.get(key)) is not None]
     return int(max(values)) if values else None

@@ -42,7 +42,8 @@ class DeviceBusy:
 
 def merge_intervals(intervals: list[tuple[float, float]]) -> float:
     """Length of the union of [start, end) intervals."""
-    total, cur_start, cur_end = 0.0, None, None
+    total, cur_start = 0.0, 0.0
+    cur_end: float | None = None
     for start, end in sorted(intervals):
         if cur_end is None or start > cur_end:
             if cur_end is not None:

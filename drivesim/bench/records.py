@@ -99,16 +99,23 @@ class BenchRecord:
         extra.update({k: v for k, v in data.items() if k not in known})
         return cls(**{k: v for k, v in data.items() if k in known and k != "extra"}, extra=extra)
 
-    def rate(self, name: str = "scenarios_per_s") -> float | None:
-        """The median of a rate field, or None."""
-        value = getattr(self, name)
-        return None if value is None else value.get("median")
+    def rate(self, name: str = "scenarios_per_s") -> float:
+        """The median of a rate field (ValueError where it was not measured)."""
+        return summary_of(self, name)["median"]
+
+
+def summary_of(record: BenchRecord, name: str = "scenarios_per_s") -> dict:
+    """The summary dict {median, p5, p95, ...} of a rate field; ValueError where it is missing."""
+    value = getattr(record, name)
+    if value is None:
+        raise ValueError(f"bench record {record.workload!r}: no {name} measured")
+    return value
 
 
 def rate_line(record: BenchRecord) -> str:
     """One line of a record's rates for progress output: scenarios/s median [p5 .. p95],
     agent-steps/s median and 95% CI, and the compile time when measured."""
-    s, a = record.scenarios_per_s, record.agent_steps_per_s
+    s, a = summary_of(record), summary_of(record, "agent_steps_per_s")
     return (
         f"{record.workload:<22} {s['median']:>12,.1f} scen/s [{s['p5']:,.1f} .. {s['p95']:,.1f}]"
         f"  {a['median'] / 1e6:>9.2f} M agent-steps/s"

@@ -25,7 +25,7 @@ from pathlib import Path
 from drivesim.bench.amdahl import fit_amdahl
 from drivesim.bench.cost import cost_per_million, price_for
 from drivesim.bench.harness import Work, throughput
-from drivesim.bench.records import BenchRecord
+from drivesim.bench.records import BenchRecord, summary_of
 from drivesim.bench.scale_worker import WorkerSpec
 from drivesim.bench.workloads import Workload
 
@@ -211,6 +211,12 @@ def _stderr_of_mean(summary: dict) -> float:
     return summary["std"] / math.sqrt(summary["n"]) if summary["n"] > 1 else 0.0
 
 
+def _speedup(record: BenchRecord) -> float:
+    if record.speedup is None:
+        raise ValueError(f"bench record {record.workload!r}: speed-up not filled (add_speedups)")
+    return record.speedup
+
+
 def add_speedups(records: list[BenchRecord]) -> None:
     """Fill speedup = thr(N)/thr(1) and efficiency = thr(N)/(N thr(1)) (needs N=1 first)."""
     base = next(r for r in records if r.device_count == 1).rate()
@@ -222,8 +228,8 @@ def add_speedups(records: list[BenchRecord]) -> None:
 def amdahl_record(records: list[BenchRecord]) -> BenchRecord:
     """The Amdahl fit (kind="amdahl") of strong-scaling records with speed-ups filled."""
     one = next(r for r in records if r.device_count == 1)
-    rel1 = _stderr_of_mean(one.scenarios_per_s) / one.rate()
-    errs = [r.speedup * math.hypot(rel1, _stderr_of_mean(r.scenarios_per_s) / r.rate()) for r in records]
+    rel1 = _stderr_of_mean(summary_of(one)) / one.rate()
+    errs = [_speedup(r) * math.hypot(rel1, _stderr_of_mean(summary_of(r)) / r.rate()) for r in records]
     fit = fit_amdahl([r.device_count for r in records], [r.speedup for r in records], errs)
     last = max(records, key=lambda r: r.device_count)
     return BenchRecord(

@@ -114,7 +114,7 @@ def pipeline(
     )
     record, found = run_pipeline_bench(config, log=_err)
     _err("  " + rate_line(record))
-    for name, seconds in record.phases.items():
+    for name, seconds in (record.phases or {}).items():
         if seconds is not None:
             _err(f"  {name:<8} {seconds:8.3f} s")
     _err(f"  outside batches (campaign setup/teardown) {record.extra['outside_batches_s']:.3f} s")

@@ -49,6 +49,7 @@ def register(app: typer.Typer) -> None:
                     failed += 1
                     typer.echo(f"skipped: {err}", err=True)
                     continue
+                assert record.scenario.log is not None  # an imported scenario carries its log
                 typer.echo(
                     f"imported {record.name}: {record.num_agents} agents, "
                     f"{record.scenario.log.valid.shape[0]} log steps"
@@ -97,7 +98,7 @@ def register(app: typer.Typer) -> None:
         from drivesim.scenarios.store import ScenarioStore
 
         ScenarioStore(store)  # checks the schema version
-        rows = duckdb.sql(
+        rows = duckdb.sql(  # type: ignore[union-attr]  # a SELECT always returns a relation
             "SELECT family, count(*) AS scenarios, min(num_agents) AS min_agents, "
             "max(num_agents) AS max_agents, round(avg(num_agents), 1) AS mean_agents "
             f"FROM read_parquet('{str(store).replace(chr(39), chr(39) * 2)}') GROUP BY family ORDER BY family"

@@ -31,6 +31,8 @@ def resolve_block_agents(block_agents: int | str | None) -> int | None:
     blocking: accelerators want the largest batch) elsewhere."""
     if block_agents == "auto":
         return CPU_BLOCK_AGENTS if jax.default_backend() == "cpu" else None
+    if isinstance(block_agents, str):
+        raise ValueError(f"block_agents: expected an int >= 1, 'auto' or None, got {block_agents!r}")
     return block_agents
 
 

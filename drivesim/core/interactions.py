@@ -85,7 +85,7 @@ def leader_offsets(
     best_ds = jnp.full_like(x, jnp.inf)
     best = jnp.zeros(x.shape, jnp.int32)
     if forward is None:
-        offsets = [(k, None) for k in range(-window, window + 1) if k != 0]
+        offsets: list[tuple[int, int | None]] = [(k, None) for k in range(-window, window + 1) if k != 0]
     else:  # mostly ahead, plus a little slack behind for order gone stale between re-sorts
         slack = min(BEHIND_SLACK, window)
         offsets = [(k, -k) for k in range(-slack, window + 1) if k != 0]
@@ -97,7 +97,7 @@ def leader_offsets(
         there = _at(vp, window, k, back, forward, n)
         candidate = there & valid & (ds > 0.0) & (jnp.abs(lat) < half_width) & (ds < best_ds)
         best_ds = jnp.where(candidate, ds, best_ds)
-        signed = k if back is None else jnp.where(forward, k, back)
+        signed = k if back is None or forward is None else jnp.where(forward, k, back)
         best = jnp.where(candidate, signed, best)
     return best
 

@@ -116,7 +116,7 @@ def project(x: Array, y: Array, seg: RouteSegments) -> Projection:
     ex = px - along * seg.ux
     ey = py - along * seg.uy
     if seg.ax.shape[0] == 1:
-        pick = jnp.ones_like(px)
+        pick: Array = jnp.ones_like(px)
     else:
         dist2 = jnp.where(seg.ok > 0, ex * ex + ey * ey, jnp.inf)
         pick = _first_true(dist2 <= jnp.min(dist2, axis=0, keepdims=True))

@@ -357,7 +357,7 @@ def advance(
     return new_state, info
 
 
-def _log_divergence(state: SimState, agents: SortedAgents, log) -> tuple[Array, Array]:
+def _log_divergence(state: SimState, agents: SortedAgents, log) -> tuple[jax.Array, jax.Array]:
     """Summed distance to the log of non-replayed logged agents after the step, and count."""
     lt = jnp.minimum(state.t + 1, log.valid.shape[0] - 1)
     ids = agents.agent_id

@@ -12,20 +12,24 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar, dataclass_transform
 
 import jax
+import numpy as np
 
-Array = Any  # numpy.ndarray or jax.Array
+Array = jax.Array | np.ndarray  # host (NumPy) or device (JAX) arrays
+
+_T = TypeVar("_T")
 
 
-def pytree_dataclass(cls):
+@dataclass_transform(frozen_default=True)
+def pytree_dataclass(cls: type[_T]) -> type[_T]:
     """Freeze ``cls`` and register it as a PyTree whose fields are all data fields,
     except those declared with ``field(metadata={"static": True})``."""
-    cls = dataclass(frozen=True)(cls)
-    data = [f.name for f in fields(cls) if not f.metadata.get("static")]
-    meta = [f.name for f in fields(cls) if f.metadata.get("static")]
-    return jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
+    frozen: Any = dataclass(frozen=True)(cls)
+    data = [f.name for f in fields(frozen) if not f.metadata.get("static")]
+    meta = [f.name for f in fields(frozen) if f.metadata.get("static")]
+    return jax.tree_util.register_dataclass(frozen, data_fields=data, meta_fields=meta)
 
 
 def replace(obj, **changes):

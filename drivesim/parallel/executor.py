@@ -274,10 +274,11 @@ class Executor:
         floats, or (P,) arrays for a sweep. Keys: see reductions.finalize."""
         metric_spec, valid_spec, keep = _reduce_specs(result.backend, result.sweep)
         reduce = reducer(result.mesh, metric_spec, valid_spec, keep)
-        total = None
+        total: dict | None = None
         for metrics, valid in zip(result.metrics, result.valid, strict=True):
             part = reduce(metrics, valid)
             total = part if total is None else combine(total, part)
+        assert total is not None  # a batch has at least one dispatch
         return finalize(total)
 
     def simulate(self, batch: Scenario, policy) -> RolloutMetrics:
@@ -315,7 +316,7 @@ class Executor:
         return configured or DEFAULT_CPU_BUDGET
 
     def _chunk_for(self, host: Scenario, max_rows: int) -> int | None:
-        if self.config.chunk != "auto":
+        if not isinstance(self.config.chunk, str):
             return self.config.chunk
         per_device = max(1, math.ceil(max_rows / len(self.local_devices)))
         row = slice_rows(host, 0, 1)
@@ -365,7 +366,7 @@ def _reduce_specs(backend: str, sweep: bool):
 
 def _local_shards(array, split: int) -> list:
     """This process's distinct shards of a result leaf, in row order along axis ``split``."""
-    shards = {}
+    shards: dict = {}
     for shard in array.addressable_shards:
         shards.setdefault(shard.index[split].start or 0, shard.data)
     return [shards[start] for start in sorted(shards)]
@@ -395,7 +396,7 @@ def _local_metrics(result: DeviceResult) -> RolloutMetrics:
         np.concatenate(
             [_join_rows(per_leaf[i], result.backend, result.sweep, split) for per_leaf in host], axis=axis
         )[keep]
-        for i in range(treedef.num_leaves)
+        for i in range(treedef.num_leaves)  # type: ignore[attr-defined]  # jax stubs lack it
     ]
     return jax.tree_util.tree_unflatten(treedef, leaves)
 

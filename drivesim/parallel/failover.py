@@ -59,7 +59,7 @@ class FailureInjector:
 def named_device_ids(error: BaseException, known: set[int]) -> set[int]:
     """Device ids among ``known`` that the error message names."""
     text = str(error)
-    found = set()
+    found: set[int] = set()
     for pattern in _DEVICE_PATTERNS:
         found.update(int(m) for m in re.findall(pattern, text, flags=re.IGNORECASE))
     return found & known

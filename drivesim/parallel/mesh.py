@@ -39,7 +39,7 @@ def make_data_mesh(devices: list) -> Mesh:
 
 def data_sharding(mesh: Mesh, ndim: int = 1, axis: int = 0) -> NamedSharding:
     """Sharding of an ``ndim`` array split along ``axis`` over the mesh's data axis."""
-    spec = [None] * ndim
+    spec: list[str | None] = [None] * ndim
     spec[axis] = DATA
     return NamedSharding(mesh, PartitionSpec(*spec))
 

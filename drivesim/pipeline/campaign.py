@@ -19,6 +19,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import jax
 
@@ -251,8 +252,8 @@ class _Runner:
     def _emit(self, kind: str, work: HostWork | None = None, outcome: _Outcome | None = None) -> None:
         elapsed = time.perf_counter() - self.start
         rate = self.counts["this_run"] / elapsed if elapsed > 0 else 0.0
-        extra = {}
-        if work is not None:
+        extra: dict[str, Any] = {}
+        if work is not None and outcome is not None:
             extra = dict(
                 batch_id=work.batch_id,
                 num_scenarios=len(work.infos) + len(work.failed),

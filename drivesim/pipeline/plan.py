@@ -77,7 +77,9 @@ def _ok(item) -> bool:
     return isinstance(item[0], ScenarioRecord)
 
 
-def _info(record: ScenarioRecord, position: int, size_class: int, agents: int | None = None) -> ScenarioInfo:
+def _info(
+    record: ScenarioRecord, position: int, size_class: int | None, agents: int | None = None
+) -> ScenarioInfo:
     """Descriptive row of a record (``agents``: its num_agents, when already counted)."""
     agents = record.num_agents if agents is None else agents
     return ScenarioInfo(position, record.family, record.source, record.name, agents, size_class)
@@ -187,7 +189,7 @@ class Planner:
     def _read_ahead(self, pool, runs, stop: threading.Event):
         """(run, loaded items, seconds waited for them) per run in order, keeping
         READ_AHEAD further runs loading in ``pool``."""
-        runs, pending = iter(runs), collections.deque()
+        runs, pending = iter(runs), collections.deque[tuple]()
         while not stop.is_set():
             while len(pending) <= self.READ_AHEAD and (run := next(runs, None)) is not None:
                 pending.append((run, self._submit(pool, run.positions)))
@@ -207,6 +209,7 @@ class Planner:
 
     def _rebuild(self, run: LoadRun, loaded: list, spent: float) -> tuple[int, HostWork]:
         """(batch id, HostWork) of an open batch of a planned window, rebuilt from its positions."""
+        assert run.batch is not None  # a resumed run carries its planned batch
         pairs = [(p, item[0] if _ok(item) else item) for p, item in zip(run.positions, loaded, strict=True)]
         with Stopwatch() as sw:
             work = self._build(run.batch, pairs)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +43,7 @@ class Prefetcher:
 
     def __init__(
         self,
-        produce: Callable[[threading.Event], Iterator[tuple[int, Any]]],
+        produce: Callable[[threading.Event], Generator[tuple[int, Any], None, None]],
         depth: int,
         name: str = "drivesim-prefetch",
         upstream: Prefetcher | None = None,

@@ -71,7 +71,7 @@ class ScenarioInfo:
     scenario_id: int
     family: str
     source: str
-    name: str
+    name: str | None
     num_agents: int | None
     size_class: int | None
 
@@ -86,7 +86,7 @@ def batch_table(
     policies: tuple[str, ...],
     batch_id: int,
     process_index: int = 0,
-    failed: list[tuple[ScenarioInfo, str]] = (),
+    failed: list[tuple[ScenarioInfo, str]] | tuple[()] = (),
 ) -> pa.Table:
     """Arrow table of one batch: rows per (scenario, policy) for ``infos`` with ``metrics``
     ({name: (P, B) array}), then one row per failed scenario (null metrics)."""
@@ -101,7 +101,7 @@ def batch_table(
     cols["status"] = ["ok"] * (p_count * b_count)
     cols["error"] = [None] * (p_count * b_count)
     for key in METRIC_COLUMNS:
-        cols[key] = np.asarray(metrics[key]).reshape(-1) if b_count else []
+        cols[key] = np.asarray(metrics[key]).reshape(-1) if b_count and metrics is not None else []
     ok = pa.table(
         {k: _array(k, v) for k, v in cols.items()} | _constants(batch_id, process_index, p_count * b_count),
         schema=SCHEMA,

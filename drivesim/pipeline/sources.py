@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
 from drivesim.scenarios import sources as real
 
@@ -73,7 +74,7 @@ def family_config(agents: int | None, num_steps: int, seed: int, max_agents: int
     """The synthetic FamilyConfig of a campaign."""
     from drivesim.scenarios.synthetic import FamilyConfig
 
-    extra = {"max_agents": int(max_agents)} if max_agents else {}
+    extra: dict[str, Any] = {"max_agents": int(max_agents)} if max_agents else {}
     return FamilyConfig(num_agents=agents, steps=num_steps, seed=seed, **extra)
 
 

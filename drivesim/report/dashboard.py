@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import plotly.graph_objects as go
 import plotly.offline
@@ -174,7 +175,7 @@ def _counts(items: list) -> list[tuple[str, int]]:
     return list(counts.items())
 
 
-def _date(value: object) -> str:
+def _date(value: Any) -> str:
     """An epoch (number or numeric string) as an ISO UTC date; other strings as they are."""
     if value in (None, ""):
         return ""
@@ -186,7 +187,7 @@ def _date(value: object) -> str:
 
 
 def _live_script(options: DashboardOptions) -> str:
-    ms = int(max(0.2, float(options.live_poll_s)) * 1000)
+    ms = int(max(0.2, float(options.live_poll_s or 0.0)) * 1000)
     version = json.dumps(options.version)
     return (
         f"<script>(function(){{var v={script_safe_json(version)};setInterval(function(){{"

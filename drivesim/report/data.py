@@ -14,6 +14,7 @@ import math
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 from urllib.parse import quote
 
 from drivesim.report.outcomes import Outcomes, load_outcomes
@@ -214,7 +215,7 @@ def stat(value: object, key: str = "median") -> float | None:
     return float(value) if _is_number(value) else None
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -49,7 +50,7 @@ class LiveState:
     last_error: str | None = None
 
 
-def field_of(event: object, *names: str, default: object = None) -> object:
+def field_of(event: object, *names: str, default: Any = None) -> Any:
     """The first present field among ``names`` of an event object or dict."""
     for name in names:
         value = event.get(name) if isinstance(event, dict) else getattr(event, name, None)

@@ -57,6 +57,7 @@ def load_outcomes(shards: list[Path]) -> Outcomes:
         out = Outcomes(columns=cols)
         ok_expr = "status = 'ok'" if "status" in cols else "TRUE"
         counts = con.execute(f"SELECT count(*), count(*) FILTER ({ok_expr}) FROM results").fetchone()
+        assert counts is not None  # an aggregate query returns one row
         out.total, out.ok = counts
         out.failed = out.total - out.ok
         out.by_family = _group_rates(con, cols, "family") if "family" in cols else []
@@ -65,9 +66,10 @@ def load_outcomes(shards: list[Path]) -> Outcomes:
         if "status" in cols:
             out.failed_rows, out.failed_reasons = _failures(con, cols)
         if {"num_agents", "size_class"} <= cols:
-            value = con.execute(
+            row = con.execute(
                 "SELECT sum(num_agents)::DOUBLE / nullif(sum(size_class), 0) FROM results"
-            ).fetchone()[0]
+            ).fetchone()
+            value = None if row is None else row[0]
             out.padding_efficiency = None if value is None else float(value)
         return out
     finally:

@@ -69,7 +69,7 @@ class LiveDashboardServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
+        host, port = str(self._httpd.server_address[0]), self._httpd.server_address[1]
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}/"
 

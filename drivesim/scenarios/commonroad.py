@@ -14,6 +14,7 @@ import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 from xml.etree.ElementTree import Element, ParseError
 
 import defusedxml
@@ -70,7 +71,7 @@ class _Reader:
         self.path = path
         self.scenario_id = scenario_id
 
-    def fail(self, field: str, reason: str):
+    def fail(self, field: str, reason: str) -> NoReturn:
         raise ScenarioError(reason, path=self.path, scenario_id=self.scenario_id, field=field)
 
     def number(self, text: str | None, field: str) -> float:
@@ -257,13 +258,13 @@ def _goal(root: Element, rd: _Reader) -> tuple[np.ndarray | None, list[str]]:
     pos = root.find("planningProblem/goalState/position")
     if pos is None:
         return None, []
-    refs = [e.get("ref") for e in pos.findall("lanelet") if e.get("ref")]
+    refs = [e.get("ref", "") for e in pos.findall("lanelet") if e.get("ref")]
     if refs:
         return None, refs
     return rd.position(pos, "planningProblem/goalState/position"), []
 
 
-def _grid(tracks: list[_Track]) -> tuple[np.ndarray, ...]:
+def _grid(tracks: list[_Track]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Stack tracks on a common time grid: xy (Tf, N, 2), heading, speed, valid (Tf, N)."""
     steps = max(len(t.valid) for t in tracks)
     n = len(tracks)

@@ -37,7 +37,7 @@ class RoadConfig:
 class Lanelet:
     """id, centre (P, 2) float64 in driving direction, mean width, successor ids, speed limit."""
 
-    id: str
+    id: str | None
     center: np.ndarray
     width: float
     successors: list
@@ -121,6 +121,8 @@ def build_road(lanelets, xy0, heading0, hints, goal_ids, cfg: RoadConfig):
     """RoadMap (sort_axis to be set by the caller), route index (N,) and the speed limit
     of each agent's start lanelet (N,) (0 where unknown)."""
     by_id = {lane.id: k for k, lane in enumerate(lanelets)}
+    routes: list[np.ndarray]
+    key: tuple
     routes, widths, keys, route, limits = [], [], {}, [], []
     for i in range(len(xy0)):
         travelled = geometry.arc_lengths(hints[i])[-1] if len(hints[i]) > 1 else 0.0

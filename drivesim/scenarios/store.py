@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -94,7 +95,7 @@ class StoreWriter:
         self.path = Path(path)
         self.row_group_size = row_group_size
         self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        self._writer = None
+        self._writer: Any = None
         self._rows: list[ScenarioRecord] = []
         self.count = 0
 
@@ -154,7 +155,9 @@ def _to_table(records: list[ScenarioRecord]) -> pa.Table:
         if shape == ():
             data[column_name(path)] = pa.array([np.asarray(v, dtype).item() for v in values], ARROW[dtype])
             continue
-        flat = [np.asarray(v, dtype).ravel() if v is not None else np.zeros(0, dtype) for v in values]
+        flat: list[np.ndarray] = [
+            np.asarray(v, dtype).ravel() if v is not None else np.zeros(0, dtype) for v in values
+        ]
         offsets = np.concatenate([[0], np.cumsum([len(f) for f in flat])]).astype(np.int32)
         mask = None if all(logs) or not path.startswith("log.") else pa.array([not h for h in logs])
         data[column_name(path)] = pa.ListArray.from_arrays(
@@ -168,7 +171,7 @@ class _RowGroup:
 
     def __init__(self, table: pa.Table):
         self.meta = {n: table.column(n).to_pylist() for n, _ in META_COLUMNS}
-        self.columns = {}
+        self.columns: dict[str, tuple] = {}
         for path, dtype, shape in FIELDS:
             col = table.column(column_name(path)).combine_chunks()
             if shape == ():
@@ -241,7 +244,7 @@ def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:
     meta = {k: v[row] for k, v in group.meta.items()}
     dims = {"N": meta["num_agents"], "L": meta["num_lanes"], "P": meta["num_points"], "T": meta["log_steps"]}
     has_log = dims["T"] is not None
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for path, dtype, shape in FIELDS:
         values, offsets, null = group.columns[path]
         if shape == ():

@@ -107,7 +107,7 @@ def _init_pool(scenarios: Scenario, cfg: EnvConfig) -> ScenarioPool:
     return ScenarioPool(scenarios=scenarios, states=states, obs=obs)
 
 
-def pool_index(env_id: Array, episode: Array, num_envs: int, pool_size: int) -> Array:
+def pool_index(env_id: Array, episode: Array | int, num_envs: int, pool_size: int) -> Array:
     """Pool scenario of an environment's episode: (env_id + episode * num_envs) mod M,
     so the environments walk through the pool together and cover it evenly."""
     return (env_id + episode * num_envs) % pool_size

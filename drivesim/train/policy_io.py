@@ -41,7 +41,7 @@ def save_policy(path, params: MLPParams, meta: dict | None = None) -> pathlib.Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
-        np.savez(fh, meta=np.asarray(json.dumps(info)), **arrays)
+        np.savez(fh, meta=np.asarray(json.dumps(info)), **arrays)  # type: ignore[arg-type]  # numpy stubs: **kwds
     os.replace(tmp, path)
     return path
 
@@ -63,7 +63,8 @@ def load_policy(path, obs_size: int | None = None) -> MLPParams:
         layers = len(meta.get("sizes", [])) - 1
         if layers < 1:
             raise PolicyFileError(f"{path}: field 'meta.sizes' must list at least 2 layer sizes")
-        weights, biases = [], []
+        weights: list[np.ndarray] = []
+        biases: list[np.ndarray] = []
         for i in range(layers):
             for name, out in ((f"w{i}", weights), (f"b{i}", biases)):
                 if name not in data.files:

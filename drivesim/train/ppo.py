@@ -102,7 +102,8 @@ def make_mesh(devices=None) -> Mesh:
 
 def state_specs() -> TrainState:
     """PartitionSpec prefix tree of a TrainState."""
-    return TrainState(params=P(), opt_state=P(), env=P(AXIS), obs=P(AXIS), key=P(), update=P())
+    # A PyTree prefix of PartitionSpecs in the TrainState structure (the JAX sharding idiom).
+    return TrainState(params=P(), opt_state=P(), env=P(AXIS), obs=P(AXIS), key=P(), update=P())  # type: ignore[arg-type]
 
 
 def env_noise(key: Array, env_id: Array) -> Array:
