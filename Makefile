@@ -1,17 +1,21 @@
-# drivesim: `make run` runs the demo campaign, `make test` runs the test suite.
-# Both create .venv and install everything a fresh machine lacks.
+# drivesim: `make run` runs the demo campaign, `make test` runs lint, format check, type check
+# and the test suite. Both create .venv and install everything a fresh machine lacks, at the
+# versions pinned in constraints.txt (see README, "Development").
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup system-deps lint bench clean
+CHECKED := drivesim tests benchmarks
 
-$(STAMP): pyproject.toml
+.PHONY: run test setup system-deps lint typecheck bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "drivesim needs Python >= 3.11 (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
 system-deps:
@@ -22,13 +26,15 @@ setup: $(STAMP)
 run: setup
 	$(BIN)/drivesim run
 
-test: setup system-deps
-	$(BIN)/ruff check drivesim tests benchmarks
+test: setup system-deps lint typecheck
 	$(BIN)/python -m pytest
 
 lint: setup
-	$(BIN)/ruff check drivesim tests benchmarks
-	$(BIN)/ruff format --check drivesim tests benchmarks
+	$(BIN)/ruff check $(CHECKED)
+	$(BIN)/ruff format --check $(CHECKED)
+
+typecheck: setup
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) runs artifacts .pytest_cache

@@ -1,4 +1,4 @@
-"""Engine benchmark (issue 2): W8 / W32 / W128 = 4096 highway scenarios x N agents x 80 steps.
+"""Engine benchmark: W8 / W32 / W128 = 4096 highway scenarios x N agents x 80 steps.
 
     .venv/bin/python benchmarks/engine.py            # full: 4096 scenarios, 5 repeats
     .venv/bin/python benchmarks/engine.py --quick    # 512 scenarios, 3 repeats (smoke test)

@@ -1,4 +1,4 @@
-"""Scaling benchmark (issue 6): strong (and weak) scaling over pinned processes / devices.
+"""Scaling benchmark: strong (and weak) scaling over pinned processes / devices.
 
     .venv/bin/python benchmarks/scaling.py                 # W32 strong, up to 2 devices
     .venv/bin/python benchmarks/scaling.py --quick         # 512 x 32 x 80, 3 repeats

@@ -1,4 +1,4 @@
-"""Engine benchmark: ``simulate`` on a device-resident host batch (issue 2, workload W32).
+"""Engine benchmark: ``simulate`` on a device-resident host batch (headline workload W32).
 
 Generation and the host-to-device copy are outside the timed region; compile time is
 measured apart; warm-up calls are excluded; rates are summarised over the repeats.
