@@ -37,4 +37,4 @@ typecheck: setup
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) runs artifacts .pytest_cache
+	rm -rf $(VENV) runs artifacts .pytest_cache .mypy_cache
