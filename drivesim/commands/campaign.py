@@ -67,7 +67,13 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option(help="Scenarios to generate for synthetic sources (default: 1000; the demo: 600)."),
         ] = None,
-        policy: Annotated[str, typer.Option(help="Ego policy: idm | constant | mlp:FILE.")] = "idm",
+        policy: Annotated[
+            str,
+            typer.Option(
+                help="Ego policy: idm | constant | mlp:FILE[,FILE...] (one policy per checkpoint) "
+                "| package.module:NAME (a user EgoPolicy)."
+            ),
+        ] = "idm",
         sweep: Annotated[
             pathlib.Path | None,
             typer.Option(

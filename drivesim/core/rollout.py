@@ -19,6 +19,7 @@ from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
+from drivesim.core.policies import EgoInputs, get_policy
 from drivesim.core.road import Projection, RouteSegments, agent_segments, on_road, point_at, project
 from drivesim.core.types import (
     Array,
@@ -183,21 +184,19 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
 
 
 def _ego_controls(state, config, policy, ego_pre):
-    """The ego's (accel, tan(steer)) under ``config.policy``; each (). ``ego_pre`` holds
-    the ego's speed, gap, leader speed and lane-keeping tan(steer) before the step."""
+    """The ego's (accel, tan(steer)) under the registered ``config.policy``; each ().
+    ``ego_pre`` holds the ego's speed, gap, leader speed and lane-keeping tan(steer)
+    before the step."""
     ego_speed, ego_gap, ego_lead, lane_tan = ego_pre
-    if config.policy == "idm":
-        return behavior.follow_acceleration(ego_speed, ego_gap, ego_lead, policy), lane_tan
-    if config.policy == "constant":
-        return jnp.zeros((), jnp.float32), lane_tan
-    if config.policy == "open_loop":
-        index = jnp.minimum(state.t, policy.actions.shape[0] - 1)
-        accel, steer = policy.actions[index, 0], policy.actions[index, 1]
-    else:
-        obs = observation_of(state, config)
-        accel, steer = behavior.action_from_unit(behavior.mlp_forward(policy, obs), config)
-    steer = jnp.clip(steer, -config.max_steer, config.max_steer)
-    return accel, jnp.tan(steer)
+    ego = EgoInputs(
+        speed=ego_speed,
+        gap=ego_gap,
+        lead_speed=ego_lead,
+        lane_tan=lane_tan,
+        t=state.t,
+        observe=lambda: observation_of(state, config),
+    )
+    return get_policy(config.policy).act(policy, ego, config)
 
 
 def observation_of(state: SimState, config: SimConfig) -> Array:

@@ -43,17 +43,14 @@ from drivesim.parallel.mesh import (
     select_devices,
     slice_rows,
 )
+from drivesim.parallel.programs import ProgramCache
 from drivesim.parallel.reductions import combine, finalize, reducer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CPU_BUDGET = 2 << 30  # bytes for chunk="auto" where devices report no memory stats
 
-# Compiled programs shared by every Executor of this process, keyed by (program, devices,
-# simulation settings, argument shapes); cleared when it grows past _CACHE_SIZE.
-_COMPILED: dict = {}
-_COMPILE_LOCK = threading.Lock()
-_CACHE_SIZE = 64
+PROGRAM_CACHE_SIZE = 32  # compiled programs an Executor keeps (least recently used dropped)
 
 
 @dataclass(frozen=True)
@@ -133,6 +130,7 @@ class Executor:
         self.sim = sim
         self._lock = threading.RLock()
         self._auto_chunk: dict = {}
+        self._programs = ProgramCache(PROGRAM_CACHE_SIZE)
         self._use(select_devices(config.devices))
 
     # ---- devices -------------------------------------------------------------------
@@ -238,21 +236,20 @@ class Executor:
         )
 
     def _program(self, chunk, policy, sweep: bool):
-        """The compiled program for these argument shapes (compiled once per process and
-        device set, shared by every Executor; ``chunk`` may hold ShapeDtypeStructs)."""
+        """The compiled program for these argument shapes (compiled once per Executor and
+        device set, kept in its bounded cache; ``chunk`` may hold ShapeDtypeStructs)."""
         key = ProgramKey(self.config.backend, sweep, self.config.donate)
         ids = tuple(d.id for d in self.devices)
-        sig = (key, ids, self.sim, _signature(chunk), _signature(policy))
-        with _COMPILE_LOCK:
-            if sig not in _COMPILED:
-                if len(_COMPILED) >= _CACHE_SIZE:
-                    _COMPILED.clear()
-                program = build_program(key, self.mesh, self.sim)
-                with warnings.catch_warnings():
-                    # CPU (and metric-only outputs) cannot reuse donated buffers; they are freed anyway.
-                    warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
-                    _COMPILED[sig] = program.lower(chunk, policy).compile()
-            return _COMPILED[sig]
+        sig = (key, ids, _signature(chunk), _signature(policy))
+
+        def build():
+            program = build_program(key, self.mesh, self.sim)
+            with warnings.catch_warnings():
+                # CPU (and metric-only outputs) cannot reuse donated buffers; they are freed anyway.
+                warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+                return program.lower(chunk, policy).compile()
+
+        return self._programs.get(sig, build)
 
     # ---- devices -> host -----------------------------------------------------------------
     def fetch(self, result: DeviceResult) -> RolloutMetrics:
