@@ -51,6 +51,22 @@ SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
 _BOOL_ROWS = {"base_valid", "is_ego", "replay"}
 
 
+class _PropRow:
+    """A static row of ``SortedAgents.props`` read as an attribute: (N,) float32, bool for
+    the PROP_ROWS flags, int32 for agent_id."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name, self.index = name, PROP_ROWS.index(name)
+
+    def __get__(self, agents, owner=None) -> Array:
+        if agents is None:
+            return self
+        row = agents.props[self.index]
+        if self.name in _BOOL_ROWS:
+            return row > 0.5
+        return row.astype(jnp.int32) if self.name == "agent_id" else row
+
+
 @pytree_dataclass
 class SortedAgents:
     """Per-agent arrays in sorted order.
@@ -62,7 +78,8 @@ class SortedAgents:
     props: (14 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
         RouteSegments field), packed so one permutation moves them all. base_valid: slot
         holds an agent; agent_id: slot index in the scenario's original order. Read them
-        as attributes (``a.length``, ``a.idm``, ``a.seg`` ...): (N,) arrays, bool for flags.
+        through the row attributes below (``a.length``, ``a.idm``, ``a.seg`` ...): (N,)
+        arrays, bool for flags.
     """
 
     x: Array
@@ -75,13 +92,20 @@ class SortedAgents:
     valid: Array
     props: Array
 
-    def __getattr__(self, name):
-        if name not in PROP_ROWS:
-            raise AttributeError(name)
-        row = self.props[PROP_ROWS.index(name)]
-        if name in _BOOL_ROWS:
-            return row > 0.5
-        return row.astype(jnp.int32) if name == "agent_id" else row
+    length = _PropRow()
+    width = _PropRow()
+    lane_width = _PropRow()
+    stop_s = _PropRow()
+    v0 = _PropRow()
+    T = _PropRow()
+    s0 = _PropRow()
+    a = _PropRow()
+    b = _PropRow()
+    delta = _PropRow()
+    base_valid = _PropRow()
+    is_ego = _PropRow()
+    agent_id = _PropRow()
+    replay = _PropRow()
 
     @property
     def idm(self) -> IDMParams:

@@ -32,6 +32,7 @@ from drivesim.core.types import RolloutMetrics, Scenario, SimConfig
 from drivesim.parallel import distributed
 from drivesim.parallel.backends import BACKENDS, ProgramKey, build_program
 from drivesim.parallel.failover import DispatchInfo, failed_device_ids
+from drivesim.parallel.memory import compiled_bytes
 from drivesim.parallel.mesh import (
     DATA,
     Layout,
@@ -283,7 +284,7 @@ class Executor:
 
     # ---- memory --------------------------------------------------------------------------
     def compiled_memory_bytes(self, batch_shape_like, sweep_size: int | None = None) -> int:
-        """Per-device bytes (arguments + outputs + temporaries - aliased) of one dispatch of
+        """Per-device bytes (drivesim.parallel.memory.compiled_bytes) of one dispatch of
         ``batch_shape_like`` (a Scenario of arrays / ShapeDtypeStructs, leading axis D*c),
         from the compiled program's ``memory_analysis()``; the program is cached for runs."""
         policy = default_policy_params(self.sim)
@@ -297,9 +298,10 @@ class Executor:
             lambda a: jax.ShapeDtypeStruct(lead + tuple(np.shape(a)[1:]), a.dtype, sharding=sharding),
             batch_shape_like,
         )
-        stats = self._program(like, policy, bool(sweep_size)).memory_analysis()
-        total = stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
-        return int(total - stats.alias_size_in_bytes)
+        nbytes = compiled_bytes(self._program(like, policy, bool(sweep_size)))
+        if nbytes is None:
+            raise RuntimeError("Executor.compiled_memory_bytes: this backend reports no compiled memory")
+        return nbytes
 
     def memory_budget(self) -> int:
         """Bytes one dispatch may use per device: ``memory_fraction`` of the free device
