@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from drivesim.core.policies import EgoPolicy, register
+from drivesim.core.policies import EgoPolicy, register_policy
 
 _ids = itertools.count()
 
@@ -34,4 +34,4 @@ def counting_policy(base: EgoPolicy) -> tuple[EgoPolicy, TraceCounter]:
     policy = dataclasses.replace(
         base, name=f"{base.name}-counted-{next(_ids)}", act_fn=counter.wrap(base.act_fn)
     )
-    return register(policy), counter
+    return register_policy(policy), counter

@@ -4,7 +4,7 @@ A policy is a static, hashable object with ``init(config, key) -> params`` (a Py
 None) and ``act(params, ego, config) -> (accel, tan_steer)``. ``SimConfig.policy`` holds a
 registry name; the rollout looks the policy up here and nowhere else compares names.
 Registered: ``idm``, ``constant``, ``open_loop``, ``mlp``. A user policy is registered with
-:func:`register`, or named ``package.module:NAME`` (NAME an EgoPolicy, or a function of no
+:func:`register_policy`, or named ``package.module:NAME`` (NAME an EgoPolicy, or a function of no
 arguments returning one), which :func:`get_policy` imports on first use.
 """
 
@@ -76,17 +76,17 @@ class EgoPolicy:
 _REGISTRY: dict[str, EgoPolicy] = {}
 
 
-def register(policy: EgoPolicy, *, overwrite: bool = False) -> EgoPolicy:
+def register_policy(policy: EgoPolicy, *, overwrite: bool = False) -> EgoPolicy:
     """Add ``policy`` to the registry under ``policy.name``; returns it."""
     if not isinstance(policy, EgoPolicy):
-        raise TypeError(f"register: expected an EgoPolicy, got {type(policy).__name__}")
+        raise TypeError(f"register_policy: expected an EgoPolicy, got {type(policy).__name__}")
     if policy.name in _REGISTRY and _REGISTRY[policy.name] != policy and not overwrite:
         raise ValueError(f"ego policy {policy.name!r} is already registered")
     _REGISTRY[policy.name] = policy
     return policy
 
 
-def registered() -> tuple[str, ...]:
+def registered_policies() -> tuple[str, ...]:
     """Names of the registered policies, in registration order."""
     return tuple(_REGISTRY)
 
@@ -161,16 +161,16 @@ def _mlp_act(params: MLPParams, ego: EgoInputs, config: SimConfig):
 
 MLP_HIDDEN = (64, 64)
 
-IDM = register(EgoPolicy("idm", lambda config, key: idm_policy(), _idm_act))
-CONSTANT = register(EgoPolicy("constant", lambda config, key: None, _constant_act))
-OPEN_LOOP = register(
+IDM = register_policy(EgoPolicy("idm", lambda config, key: idm_policy(), _idm_act))
+CONSTANT = register_policy(EgoPolicy("constant", lambda config, key: None, _constant_act))
+OPEN_LOOP = register_policy(
     EgoPolicy(
         "open_loop",
         lambda config, key: open_loop_policy(np.zeros((config.num_steps, 2), np.float32)),
         _open_loop_act,
     )
 )
-MLP = register(
+MLP = register_policy(
     EgoPolicy(
         "mlp",
         lambda config, key: init_mlp(

@@ -198,15 +198,17 @@ def split_policy(spec: str):
     """``spec`` -> (EgoPolicy, args): ``NAME`` (registered, no args), ``NAME:A[,B...]`` (a
     registered policy with a loader, one parameter set per argument) or ``package.module:NAME``
     (a user policy, imported). Raises ValueError naming the spec."""
-    from drivesim.core.policies import get_policy, registered
+    from drivesim.core.policies import get_policy, registered_policies
 
     head, _, rest = spec.partition(":")
-    if head not in registered() or not rest:
+    if head not in registered_policies() or not rest:
         return get_policy(spec), ()
     policy = get_policy(head)
     args = tuple(a for a in rest.split(",") if a)
     if policy.loader is None or not args:
-        raise ValueError(f"policy {spec!r}: {head} takes no argument (known: {', '.join(registered())})")
+        raise ValueError(
+            f"policy {spec!r}: {head} takes no argument (known: {', '.join(registered_policies())})"
+        )
     return policy, args
 
 

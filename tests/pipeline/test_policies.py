@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from drivesim.cli import app
 from drivesim.core.observation import observation_size
-from drivesim.core.policies import get_policy, init_mlp, registered
+from drivesim.core.policies import get_policy, init_mlp, registered_policies
 from drivesim.core.types import SimConfig
 from drivesim.pipeline.campaign import run_campaign
 from drivesim.pipeline.config import CampaignConfig, policy_spec
@@ -39,7 +39,7 @@ def _rows(out, columns="scenario_id, policy, progress_m, ego_collided"):
 
 
 def test_registry_names_and_clear_errors():
-    assert {"idm", "constant", "open_loop", "mlp"} <= set(registered())
+    assert {"idm", "constant", "open_loop", "mlp"} <= set(registered_policies())
     assert get_policy("idm").name == "idm"
     with pytest.raises(ValueError, match="SimConfig.policy: unknown ego policy 'nope'"):
         SimConfig(policy="nope")
