@@ -37,7 +37,7 @@ def backend_started() -> bool:
     undoes it."""
     import jax
 
-    current = jax.config.jax_num_cpu_devices
+    current = int(jax.config.values["jax_num_cpu_devices"])
     try:
         jax.config.update("jax_num_cpu_devices", current - 1)
     except RuntimeError:
