@@ -55,11 +55,10 @@ def pad_all(records, batch_size: int):
 
 
 def bucketed(records, batch_size: int):
-    from drivesim.scenarios.batching import Bucketer
+    from drivesim.scenarios.batching import bucket_records
 
-    bucketer = Bucketer(batch_size, pad_partial=False)  # last batch of a bucket: real scenarios only
-    batches = [b for i, r in enumerate(records) for b in bucketer.add(r, i)]
-    return batches + bucketer.flush()
+    # the campaign planner's grouping; last batch of a bucket: real scenarios only
+    return bucket_records(records, batch_size, pad_partial=False)
 
 
 def run(batches, steps: int, repeats: int) -> dict:

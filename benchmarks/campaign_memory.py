@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from drivesim.parallel.memory import host_rss  # noqa: E402
 from drivesim.pipeline.campaign import run_campaign  # noqa: E402
 from drivesim.pipeline.config import CampaignConfig  # noqa: E402
-from drivesim.pipeline.timing import host_rss_bytes  # noqa: E402
 
 
 def main() -> None:
@@ -40,7 +40,7 @@ def main() -> None:
             return
         for mark in (small, large):
             if mark not in samples and event.done >= mark:
-                samples[mark] = host_rss_bytes()
+                samples[mark] = host_rss()
 
     config = CampaignConfig(
         sources=("synthetic:highway",),

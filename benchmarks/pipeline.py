@@ -106,7 +106,12 @@ def compute_seconds(runner: DeviceRunner, host, rows: int, repeats: int = 8) -> 
 def _planner(config: CampaignConfig, source, directory: Path, read_ahead: bool = True) -> Planner:
     directory.mkdir(parents=True, exist_ok=True)
     Ledger(directory).close()
-    settings = PlanSettings(config.batch_size, config.window, config.batch_size, config.loader_threads)
+    settings = PlanSettings(
+        batch_size=config.batch_size,
+        window=config.window,
+        padded_batch=config.batch_size,
+        loader_threads=config.loader_threads,
+    )
     planner = Planner(source, directory, settings, range(len(source)))
     if not read_ahead:
         planner.READ_AHEAD = 0

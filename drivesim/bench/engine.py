@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import jax
 
 from drivesim.bench.harness import HarnessConfig, Work, environment, measure, throughput
-from drivesim.bench.memory import memory_fields
 from drivesim.bench.records import BenchRecord, rate_line, summary_of
 from drivesim.bench.workloads import W32, Workload, make_batch, place, sim_config
+from drivesim.parallel.memory import memory_fields
 
 DEFAULT_AGENTS = (8, 32, 128)
 COST_RATIO_TARGET = 1.5  # cost per agent-step at 128 vs 32 agents

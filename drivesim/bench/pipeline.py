@@ -12,8 +12,8 @@ from pathlib import Path
 
 from drivesim.bench.bottleneck import Verdict, totals_from_rows, verdict
 from drivesim.bench.harness import Work, environment, throughput
-from drivesim.bench.memory import host_rss
 from drivesim.bench.records import BenchRecord
+from drivesim.parallel.memory import host_rss
 
 
 @dataclass(frozen=True)

@@ -70,10 +70,10 @@ def _start(spec: WorkerSpec):
 
 def _simulate_call(spec: WorkerSpec, host, devices, sim):
     """(call, compile seconds, compiled bytes, scenarios) for the jitted core ``simulate``."""
-    from drivesim.bench.memory import compiled_bytes
     from drivesim.bench.workloads import place
     from drivesim.core.policies import idm_policy
     from drivesim.core.rollout import simulate
+    from drivesim.parallel.memory import compiled_bytes
 
     batch, placed = place(host, devices)
     policy = idm_policy()
@@ -110,8 +110,8 @@ def run(spec: WorkerSpec) -> dict:
     devices = _start(spec)
     import jax
 
-    from drivesim.bench.memory import device_memory, host_rss
     from drivesim.bench.workloads import Workload, make_batch, sim_config
+    from drivesim.parallel.memory import device_memory, host_rss
 
     total = Workload(scenarios=spec.scenarios, agents=spec.agents, steps=spec.steps)
     mine = total.share(spec.process_id, spec.num_processes) if spec.mode == "processes" else total

@@ -14,8 +14,6 @@ import json
 import math
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +26,7 @@ from drivesim.bench.harness import Work, throughput
 from drivesim.bench.records import BenchRecord, summary_of
 from drivesim.bench.scale_worker import WorkerSpec
 from drivesim.bench.workloads import Workload
+from drivesim.parallel.launch import Child, cpu_cores, free_port, run_group
 
 
 @dataclass(frozen=True)
@@ -53,13 +52,6 @@ class ScaleConfig:
             raise ValueError(f"ScaleConfig.mode: {self.mode!r} is not strong|weak")
         if self.engine not in ("executor", "simulate"):
             raise ValueError(f"ScaleConfig.engine: {self.engine!r} is not executor|simulate")
-
-
-def cpu_cores() -> list[int]:
-    """The CPU cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
 
 
 def probe(platform: str | None = None) -> tuple[str, int]:
@@ -97,38 +89,18 @@ def worker_env(platform: str) -> dict:
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch(specs: list[WorkerSpec], platform: str, pin: bool, timeout_s: float) -> list[dict]:
     """Start one subprocess per spec (pinned to its core on CPU), wait, return their results."""
     cores = cpu_cores()
-    use_taskset = pin and platform == "cpu" and shutil.which("taskset") is not None
-    procs = []
-    for spec in specs:
-        cmd = [sys.executable, "-m", "drivesim.bench.scale_worker", spec.to_arg()]
-        if use_taskset:
-            cmd = ["taskset", "-c", str(cores[spec.process_id % len(cores)]), *cmd]
-        procs.append(
-            subprocess.Popen(
-                cmd, env=worker_env(platform), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
+    children = [
+        Child(
+            cmd=[sys.executable, "-m", "drivesim.bench.scale_worker", spec.to_arg()],
+            env=worker_env(platform),
+            cpu=cores[spec.process_id % len(cores)] if pin and platform == "cpu" else None,
         )
-    failures = []
-    for spec, proc in zip(specs, procs, strict=True):
-        try:
-            _, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            for other in procs:
-                other.kill()
-            raise RuntimeError(f"scaling worker {spec.process_id} timed out after {timeout_s} s") from None
-        if proc.returncode != 0:
-            failures.append(f"worker {spec.process_id} (rc {proc.returncode}): {err[-2000:]}")
-    if failures:
-        raise RuntimeError("scaling measurement failed:\n" + "\n".join(failures))
+        for spec in specs
+    ]
+    run_group(children, timeout_s, what="scaling worker")
     return [json.loads(Path(spec.out_dir, f"worker-{spec.process_id}.json").read_text()) for spec in specs]
 
 
@@ -150,7 +122,7 @@ def measure_point(config: ScaleConfig, devices: int, platform: str) -> dict:
             engine=config.engine,
         )
         if base.mode == "processes":
-            coordinator = f"127.0.0.1:{_free_port()}"
+            coordinator = f"127.0.0.1:{free_port()}"
             specs = [
                 replace(base, num_processes=devices, process_id=i, coordinator=coordinator)
                 for i in range(devices)

@@ -21,21 +21,20 @@ def _default_out(config) -> str:
 
 
 def _join_processes(coordinator: str | None, num_processes: int | None, process_id: int | None) -> None:
-    """Fill the DRIVESIM_* variables from the options and join the multi-process job
-    (``drivesim.parallel.distributed.initialize``; a no-op for a single process). Runs before
-    anything else touches JAX."""
-    import os
+    """Join the multi-process job with a DistributedConfig: the options, else the DRIVESIM_*
+    (or JAX_*) variables (``drivesim.parallel.distributed.initialize``; a no-op for a single
+    process). Runs before anything else touches JAX."""
+    from drivesim.parallel.distributed import config_from_env, initialize
 
-    for name, value in (
-        ("DRIVESIM_COORDINATOR", coordinator),
-        ("DRIVESIM_NUM_PROCESSES", num_processes),
-        ("DRIVESIM_PROCESS_ID", process_id),
-    ):
-        if value is not None:
-            os.environ[name] = str(value)
-    from drivesim.parallel.distributed import initialize
-
-    initialize()
+    base = config_from_env()
+    initialize(
+        dataclasses.replace(
+            base,
+            coordinator=base.coordinator if coordinator is None else coordinator,
+            num_processes=base.num_processes if num_processes is None else num_processes,
+            process_id=base.process_id if process_id is None else process_id,
+        )
+    )
 
 
 def _chunk(value: str | None):
@@ -67,7 +66,13 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option(help="Scenarios to generate for synthetic sources (default: 1000; the demo: 600)."),
         ] = None,
-        policy: Annotated[str, typer.Option(help="Ego policy: idm | constant | mlp:FILE.")] = "idm",
+        policy: Annotated[
+            str,
+            typer.Option(
+                help="Ego policy: idm | constant | mlp:FILE[,FILE...] (one policy per checkpoint) "
+                "| package.module:NAME (a user EgoPolicy)."
+            ),
+        ] = "idm",
         sweep: Annotated[
             pathlib.Path | None,
             typer.Option(
@@ -113,15 +118,15 @@ def register(app: typer.Typer) -> None:
         coordinator: Annotated[
             str | None,
             typer.Option(
-                help="Multi-process run: host:port of process 0 (sets DRIVESIM_COORDINATOR). "
+                help="Multi-process run: host:port of process 0 (else DRIVESIM_COORDINATOR). "
                 "Each process runs its share of the positions and writes its own shards."
             ),
         ] = None,
         num_processes: Annotated[
-            int | None, typer.Option(help="Multi-process run: number of processes (DRIVESIM_NUM_PROCESSES).")
+            int | None, typer.Option(help="Multi-process run: processes (else DRIVESIM_NUM_PROCESSES).")
         ] = None,
         process_id: Annotated[
-            int | None, typer.Option(help="Multi-process run: this process's rank (DRIVESIM_PROCESS_ID).")
+            int | None, typer.Option(help="Multi-process run: rank (else DRIVESIM_PROCESS_ID).")
         ] = None,
     ) -> None:
         """Run a campaign of scenarios end to end (resumable) and write its results and dashboard."""

@@ -1,0 +1,44 @@
+"""The pure JAX core: state types, the rollout, ego policies, scenario validation."""
+
+from __future__ import annotations
+
+from drivesim._exports import lazy_exports
+
+_EXPORTS = {
+    "AgentState": "drivesim.core.types",
+    "IDMParams": "drivesim.core.types",
+    "IDM_DEFAULTS": "drivesim.core.types",
+    "LogTrajectory": "drivesim.core.types",
+    "METRIC_NAMES": "drivesim.core.types",
+    "MLPParams": "drivesim.core.types",
+    "OpenLoopParams": "drivesim.core.types",
+    "RoadMap": "drivesim.core.types",
+    "RolloutMetrics": "drivesim.core.types",
+    "Scenario": "drivesim.core.types",
+    "SimConfig": "drivesim.core.types",
+    "Trajectory": "drivesim.core.types",
+    "SimState": "drivesim.core.rollout",
+    "advance": "drivesim.core.rollout",
+    "observation_of": "drivesim.core.rollout",
+    "reset": "drivesim.core.rollout",
+    "rollout_batch": "drivesim.core.rollout",
+    "rollout_trajectory": "drivesim.core.rollout",
+    "simulate": "drivesim.core.rollout",
+    "simulate_trajectory": "drivesim.core.rollout",
+    "EgoInputs": "drivesim.core.policies",
+    "EgoPolicy": "drivesim.core.policies",
+    "default_policy_params": "drivesim.core.policies",
+    "get_policy": "drivesim.core.policies",
+    "idm_policy": "drivesim.core.policies",
+    "init_mlp": "drivesim.core.policies",
+    "open_loop_policy": "drivesim.core.policies",
+    "register_policy": "drivesim.core.policies",
+    "registered_policies": "drivesim.core.policies",
+    "stack_policies": "drivesim.core.policies",
+    "steer_tan": "drivesim.core.policies",
+    "observation_size": "drivesim.core.observation",
+    "ScenarioError": "drivesim.core.validate",
+    "validate_scenario": "drivesim.core.validate",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

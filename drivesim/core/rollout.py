@@ -19,6 +19,7 @@ from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
+from drivesim.core.policies import EgoInputs, get_policy
 from drivesim.core.road import Projection, RouteSegments, agent_segments, on_road, point_at, project
 from drivesim.core.types import (
     Array,
@@ -50,6 +51,22 @@ SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
 _BOOL_ROWS = {"base_valid", "is_ego", "replay"}
 
 
+class _PropRow:
+    """A static row of ``SortedAgents.props`` read as an attribute: (N,) float32, bool for
+    the PROP_ROWS flags, int32 for agent_id."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name, self.index = name, PROP_ROWS.index(name)
+
+    def __get__(self, agents, owner=None) -> Array:
+        if agents is None:
+            return self
+        row = agents.props[self.index]
+        if self.name in _BOOL_ROWS:
+            return row > 0.5
+        return row.astype(jnp.int32) if self.name == "agent_id" else row
+
+
 @pytree_dataclass
 class SortedAgents:
     """Per-agent arrays in sorted order.
@@ -61,7 +78,8 @@ class SortedAgents:
     props: (14 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
         RouteSegments field), packed so one permutation moves them all. base_valid: slot
         holds an agent; agent_id: slot index in the scenario's original order. Read them
-        as attributes (``a.length``, ``a.idm``, ``a.seg`` ...): (N,) arrays, bool for flags.
+        through the row attributes below (``a.length``, ``a.idm``, ``a.seg`` ...): (N,)
+        arrays, bool for flags.
     """
 
     x: Array
@@ -74,13 +92,20 @@ class SortedAgents:
     valid: Array
     props: Array
 
-    def __getattr__(self, name):
-        if name not in PROP_ROWS:
-            raise AttributeError(name)
-        row = self.props[PROP_ROWS.index(name)]
-        if name in _BOOL_ROWS:
-            return row > 0.5
-        return row.astype(jnp.int32) if name == "agent_id" else row
+    length = _PropRow()
+    width = _PropRow()
+    lane_width = _PropRow()
+    stop_s = _PropRow()
+    v0 = _PropRow()
+    T = _PropRow()
+    s0 = _PropRow()
+    a = _PropRow()
+    b = _PropRow()
+    delta = _PropRow()
+    base_valid = _PropRow()
+    is_ego = _PropRow()
+    agent_id = _PropRow()
+    replay = _PropRow()
 
     @property
     def idm(self) -> IDMParams:
@@ -183,21 +208,19 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
 
 
 def _ego_controls(state, config, policy, ego_pre):
-    """The ego's (accel, tan(steer)) under ``config.policy``; each (). ``ego_pre`` holds
-    the ego's speed, gap, leader speed and lane-keeping tan(steer) before the step."""
+    """The ego's (accel, tan(steer)) under the registered ``config.policy``; each ().
+    ``ego_pre`` holds the ego's speed, gap, leader speed and lane-keeping tan(steer)
+    before the step."""
     ego_speed, ego_gap, ego_lead, lane_tan = ego_pre
-    if config.policy == "idm":
-        return behavior.follow_acceleration(ego_speed, ego_gap, ego_lead, policy), lane_tan
-    if config.policy == "constant":
-        return jnp.zeros((), jnp.float32), lane_tan
-    if config.policy == "open_loop":
-        index = jnp.minimum(state.t, policy.actions.shape[0] - 1)
-        accel, steer = policy.actions[index, 0], policy.actions[index, 1]
-    else:
-        obs = observation_of(state, config)
-        accel, steer = behavior.action_from_unit(behavior.mlp_forward(policy, obs), config)
-    steer = jnp.clip(steer, -config.max_steer, config.max_steer)
-    return accel, jnp.tan(steer)
+    ego = EgoInputs(
+        speed=ego_speed,
+        gap=ego_gap,
+        lead_speed=ego_lead,
+        lane_tan=lane_tan,
+        t=state.t,
+        observe=lambda: observation_of(state, config),
+    )
+    return get_policy(config.policy).act(policy, ego, config)
 
 
 def observation_of(state: SimState, config: SimConfig) -> Array:

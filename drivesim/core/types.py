@@ -223,7 +223,8 @@ class MLPParams:
 class SimConfig:
     """Static simulation settings (hashable; a jit static argument).
 
-    policy: ego policy kind: "idm" | "constant" | "open_loop" | "mlp".
+    policy: name of a registered ego policy (drivesim.core.policies: idm, constant,
+        open_loop, mlp, or a user policy / ``package.module:NAME``).
     window: neighbour window half-width K (agents ahead / behind in the sorted order).
     resort_every: in a rollout, one odd-even re-sort pass (parities alternating) runs
         every this many steps. Leaders and collisions are searched in the window whatever
@@ -251,8 +252,12 @@ class SimConfig:
     block_agents: int | str | None = "auto"
 
     def __post_init__(self):
-        if self.policy not in ("idm", "constant", "open_loop", "mlp"):
-            raise ValueError(f"SimConfig.policy: unknown ego policy {self.policy!r}")
+        from drivesim.core.policies import get_policy  # the registry imports this module
+
+        try:
+            get_policy(self.policy)
+        except ValueError as err:
+            raise ValueError(f"SimConfig.policy: {err}") from None
         if self.num_steps < 1 or self.window < 1 or self.resort_every < 1:
             raise ValueError("SimConfig: num_steps, window and resort_every must be >= 1")
         block = self.block_agents

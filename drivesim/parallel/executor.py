@@ -32,6 +32,7 @@ from drivesim.core.types import RolloutMetrics, Scenario, SimConfig
 from drivesim.parallel import distributed
 from drivesim.parallel.backends import BACKENDS, ProgramKey, build_program
 from drivesim.parallel.failover import DispatchInfo, failed_device_ids
+from drivesim.parallel.memory import compiled_bytes
 from drivesim.parallel.mesh import (
     DATA,
     Layout,
@@ -43,17 +44,14 @@ from drivesim.parallel.mesh import (
     select_devices,
     slice_rows,
 )
+from drivesim.parallel.programs import ProgramCache
 from drivesim.parallel.reductions import combine, finalize, reducer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CPU_BUDGET = 2 << 30  # bytes for chunk="auto" where devices report no memory stats
 
-# Compiled programs shared by every Executor of this process, keyed by (program, devices,
-# simulation settings, argument shapes); cleared when it grows past _CACHE_SIZE.
-_COMPILED: dict = {}
-_COMPILE_LOCK = threading.Lock()
-_CACHE_SIZE = 64
+PROGRAM_CACHE_SIZE = 32  # compiled programs an Executor keeps (least recently used dropped)
 
 
 @dataclass(frozen=True)
@@ -133,6 +131,7 @@ class Executor:
         self.sim = sim
         self._lock = threading.RLock()
         self._auto_chunk: dict = {}
+        self._programs = ProgramCache(PROGRAM_CACHE_SIZE)
         self._use(select_devices(config.devices))
 
     # ---- devices -------------------------------------------------------------------
@@ -238,21 +237,20 @@ class Executor:
         )
 
     def _program(self, chunk, policy, sweep: bool):
-        """The compiled program for these argument shapes (compiled once per process and
-        device set, shared by every Executor; ``chunk`` may hold ShapeDtypeStructs)."""
+        """The compiled program for these argument shapes (compiled once per Executor and
+        device set, kept in its bounded cache; ``chunk`` may hold ShapeDtypeStructs)."""
         key = ProgramKey(self.config.backend, sweep, self.config.donate)
         ids = tuple(d.id for d in self.devices)
-        sig = (key, ids, self.sim, _signature(chunk), _signature(policy))
-        with _COMPILE_LOCK:
-            if sig not in _COMPILED:
-                if len(_COMPILED) >= _CACHE_SIZE:
-                    _COMPILED.clear()
-                program = build_program(key, self.mesh, self.sim)
-                with warnings.catch_warnings():
-                    # CPU (and metric-only outputs) cannot reuse donated buffers; they are freed anyway.
-                    warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
-                    _COMPILED[sig] = program.lower(chunk, policy).compile()
-            return _COMPILED[sig]
+        sig = (key, ids, _signature(chunk), _signature(policy))
+
+        def build():
+            program = build_program(key, self.mesh, self.sim)
+            with warnings.catch_warnings():
+                # CPU (and metric-only outputs) cannot reuse donated buffers; they are freed anyway.
+                warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+                return program.lower(chunk, policy).compile()
+
+        return self._programs.get(sig, build)
 
     # ---- devices -> host -----------------------------------------------------------------
     def fetch(self, result: DeviceResult) -> RolloutMetrics:
@@ -287,7 +285,7 @@ class Executor:
 
     # ---- memory --------------------------------------------------------------------------
     def compiled_memory_bytes(self, batch_shape_like, sweep_size: int | None = None) -> int:
-        """Per-device bytes (arguments + outputs + temporaries - aliased) of one dispatch of
+        """Per-device bytes (drivesim.parallel.memory.compiled_bytes) of one dispatch of
         ``batch_shape_like`` (a Scenario of arrays / ShapeDtypeStructs, leading axis D*c),
         from the compiled program's ``memory_analysis()``; the program is cached for runs."""
         policy = default_policy_params(self.sim)
@@ -301,9 +299,10 @@ class Executor:
             lambda a: jax.ShapeDtypeStruct(lead + tuple(np.shape(a)[1:]), a.dtype, sharding=sharding),
             batch_shape_like,
         )
-        stats = self._program(like, policy, bool(sweep_size)).memory_analysis()
-        total = stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
-        return int(total - stats.alias_size_in_bytes)
+        nbytes = compiled_bytes(self._program(like, policy, bool(sweep_size)))
+        if nbytes is None:
+            raise RuntimeError("Executor.compiled_memory_bytes: this backend reports no compiled memory")
+        return nbytes
 
     def memory_budget(self) -> int:
         """Bytes one dispatch may use per device: ``memory_fraction`` of the free device

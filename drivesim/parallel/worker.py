@@ -3,9 +3,9 @@ scenarios through the Executor and writes its own results (no gather).
 
 Run one process per rank (``python -m drivesim.parallel.worker --out DIR ...`` with the
 DRIVESIM_COORDINATOR / DRIVESIM_NUM_PROCESSES / DRIVESIM_PROCESS_ID variables set), or let
-:func:`launch` start them all on this machine (127.0.0.1, a free port, optional ``taskset``
-pinning, a timeout, and every child killed if one fails). Used by the multi-process tests
-and by benchmarks/executor.py.
+:func:`launch` start them all on this machine (drivesim.parallel.launch: 127.0.0.1, a free
+port, optional ``taskset`` pinning, a timeout, and every child killed if one fails). Used
+by the multi-process tests and by benchmarks/executor.py.
 
 Each rank writes ``DIR/rank-<id>.npz``: scenario_id and every metric for its own rows, plus
 ``DIR/rank-<id>.json``: the global aggregate (all-reduced on the devices) and timings.
@@ -17,11 +17,11 @@ import argparse
 import json
 import os
 import pathlib
-import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, fields
+
+from drivesim.parallel.launch import Child, free_port, run_group
 
 
 @dataclass(frozen=True)
@@ -94,13 +94,6 @@ def run_rank(spec: CampaignSpec, out: pathlib.Path) -> None:
     (out / f"rank-{rank}.json").write_text(json.dumps(summary))
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass(frozen=True)
 class LaunchConfig:
     """How :func:`launch` starts the ranks: process count, CPUs to pin each rank to
@@ -127,34 +120,21 @@ def launch(spec: CampaignSpec, out: pathlib.Path, cfg: LaunchConfig = LaunchConf
     (killing all on a failure or timeout) and return each rank's summary."""
     port = free_port()
     children = []
-    try:
-        for rank in range(cfg.processes):
-            env = dict(os.environ)
-            env.update(
-                DRIVESIM_COORDINATOR=f"127.0.0.1:{port}",
-                DRIVESIM_NUM_PROCESSES=str(cfg.processes),
-                DRIVESIM_PROCESS_ID=str(rank),
-                JAX_PLATFORMS="cpu",
-                XLA_FLAGS=_child_flags(cfg),
-            )
-            cmd = [sys.executable, "-m", "drivesim.parallel.worker", "--out", str(out), *spec.argv()]
-            if cfg.processes == 1:
-                env.pop("DRIVESIM_NUM_PROCESSES")
-            if cfg.cpus is not None:
-                cmd = ["taskset", "-c", str(cfg.cpus[rank % len(cfg.cpus)]), *cmd]
-            children.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
-        deadline = time.monotonic() + cfg.timeout_s
-        for rank, child in enumerate(children):
-            output, _ = child.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            if child.returncode != 0:
-                raise RuntimeError(
-                    f"worker rank {rank} exited with {child.returncode}:\n{output.decode()[-3000:]}"
-                )
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+    for rank in range(cfg.processes):
+        env = dict(os.environ)
+        env.update(
+            DRIVESIM_COORDINATOR=f"127.0.0.1:{port}",
+            DRIVESIM_NUM_PROCESSES=str(cfg.processes),
+            DRIVESIM_PROCESS_ID=str(rank),
+            JAX_PLATFORMS="cpu",
+            XLA_FLAGS=_child_flags(cfg),
+        )
+        if cfg.processes == 1:
+            env.pop("DRIVESIM_NUM_PROCESSES")
+        cmd = [sys.executable, "-m", "drivesim.parallel.worker", "--out", str(out), *spec.argv()]
+        cpu = None if cfg.cpus is None else cfg.cpus[rank % len(cfg.cpus)]
+        children.append(Child(cmd=cmd, env=env, cpu=cpu))
+    run_group(children, cfg.timeout_s, what="worker rank")
     return [json.loads((out / f"rank-{rank}.json").read_text()) for rank in range(cfg.processes)]
 
 

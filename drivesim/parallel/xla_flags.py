@@ -30,10 +30,20 @@ def with_flag(xla_flags: str | None, name: str, value: str) -> str:
 
 
 def backend_started() -> bool:
-    """Whether JAX has initialised its backends (XLA_FLAGS is read then, once)."""
-    from jax._src import xla_bridge
+    """Whether JAX has initialised its backends (XLA_FLAGS is read then, once).
 
-    return bool(xla_bridge.backends_are_initialized())
+    JAX has no public query for this; it refuses (RuntimeError) to change
+    ``jax_num_cpu_devices`` exactly when its backends exist, so this tries a change and
+    undoes it."""
+    import jax
+
+    current = int(jax.config.values["jax_num_cpu_devices"])
+    try:
+        jax.config.update("jax_num_cpu_devices", current - 1)
+    except RuntimeError:
+        return True
+    jax.config.update("jax_num_cpu_devices", current)
+    return False
 
 
 def ensure(name: str, value: str) -> str | None:

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 
 from drivesim.core.types import SimConfig
+from drivesim.parallel.memory import host_rss
 from drivesim.pipeline import results as res
 from drivesim.pipeline import sources as src
 from drivesim.pipeline.config import (
@@ -38,12 +39,12 @@ from drivesim.pipeline.devices import DeviceRunner, block
 from drivesim.pipeline.ledger import Ledger
 from drivesim.pipeline.plan import HostWork, Planner, PlanSettings
 from drivesim.pipeline.prefetch import Prefetcher, chain
-from drivesim.pipeline.timing import BatchEvent, PhaseTimes, Stopwatch, host_rss_bytes
+from drivesim.pipeline.timing import BatchEvent, PhaseTimes, Stopwatch
 
 ProgressFn = Callable[[BatchEvent], None]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CampaignResult:
     """What a run did: scenarios done (this run and before), failed to load, skipped
     (done by an earlier run), batches whose compute failed, wall seconds, throughput."""
@@ -162,10 +163,10 @@ class _Runner:
         self._emit("start")
         d = self.device.num_devices
         settings = PlanSettings(
-            self.config.batch_size,
-            self.config.window,
-            math.ceil(self.config.batch_size / d) * d,
-            self.config.loader_threads,
+            batch_size=self.config.batch_size,
+            window=self.config.window,
+            padded_batch=math.ceil(self.config.batch_size / d) * d,
+            loader_threads=self.config.loader_threads,
         )
         planner = Planner(self.source, self.directory, settings, self.positions)
         host = Prefetcher(planner, self.config.prefetch, name="drivesim-loader")
@@ -264,14 +265,14 @@ class _Runner:
             )
         self.progress(
             BatchEvent(
-                kind,
-                self.counts["done"],
-                self.counts["failed"],
-                len(self.positions),
-                self.skipped,
-                elapsed,
-                rate,
-                self.device.num_devices,
+                kind=kind,
+                done=self.counts["done"],
+                failed=self.counts["failed"],
+                total=len(self.positions),
+                skipped=self.skipped,
+                elapsed_s=elapsed,
+                scenarios_per_s=rate,
+                device_count=self.device.num_devices,
                 **extra,
             )
         )
@@ -294,16 +295,16 @@ class _Runner:
         with Ledger(self.directory) as ledger:
             ledger.set_meta(finished_at=str(time.time()))
         return CampaignResult(
-            self.directory,
-            len(self.positions),
-            self.counts["done"],
-            self.counts["failed"],
-            self.skipped,
-            self.counts["failed_batches"],
-            elapsed,
-            self.counts["this_run"] / elapsed if elapsed > 0 else 0.0,
-            self.device.num_devices,
-            list(self.config.notes),
+            directory=self.directory,
+            total=len(self.positions),
+            done=self.counts["done"],
+            failed=self.counts["failed"],
+            skipped=self.skipped,
+            failed_batches=self.counts["failed_batches"],
+            elapsed_s=elapsed,
+            scenarios_per_s=self.counts["this_run"] / elapsed if elapsed > 0 else 0.0,
+            device_count=self.device.num_devices,
+            notes=list(self.config.notes),
         )
 
 
@@ -370,7 +371,7 @@ class _Writer:
         row = phases.as_dict() | dict(
             num_scenarios=len(work.infos) + len(work.failed),
             size_class=work.size_class,
-            host_rss_bytes=host_rss_bytes(),
+            host_rss_bytes=host_rss(),
         )
         failures = [(info.scenario_id, reason) for info, reason in work.failed]
         ledger.mark_done(work.batch_id, str(shard.relative_to(self.directory)), row, failures)

@@ -37,7 +37,9 @@ class CampaignConfig:
     sources: source specs (``synthetic:highway,merge``, ``commonroad:PATH``, ``store:PATH``);
         empty means the demo mix (every synthetic family plus ../shared/data CommonRoad files).
     count: scenarios in the campaign (synthetic sources; file sources have their own length).
-    policy: ``idm`` | ``constant`` | ``mlp:FILE``; sweep: TOML/JSON file of IDM variants.
+    policy: a registered ego policy (``idm``, ``constant``, ...), ``mlp:FILE[,FILE...]``
+        (one policy per checkpoint) or ``package.module:NAME`` (a user EgoPolicy);
+        sweep: TOML/JSON file of IDM variants.
     backend, devices, chunk: executor settings (chunk: int, "auto" or None).
     batch_size: scenarios per host batch (one ledger batch, one Parquet shard).
     window_batches: batches planned together; the plan (bucketing by agent count) is a pure
@@ -73,10 +75,10 @@ class CampaignConfig:
             raise ValueError("CampaignConfig: count >= 0, batch_size >= 1 and window_batches >= 1 required")
         if self.loader_threads < 1 or self.prefetch < 1:
             raise ValueError("CampaignConfig: loader_threads and prefetch must be >= 1")
-        if not (self.policy in ("idm", "constant") or self.policy.startswith("mlp:")):
-            raise ValueError(
-                f"CampaignConfig.policy: expected idm, constant or mlp:FILE, got {self.policy!r}"
-            )
+        try:
+            split_policy(self.policy)
+        except ValueError as err:
+            raise ValueError(f"CampaignConfig.policy: {err}") from None
 
     @property
     def window(self) -> int:
@@ -192,19 +194,43 @@ def read_sweep(path: str) -> list[dict]:
     return [{k: float(v) for k, v in variant.items()} for variant in variants]
 
 
+def split_policy(spec: str):
+    """``spec`` -> (EgoPolicy, args): ``NAME`` (registered, no args), ``NAME:A[,B...]`` (a
+    registered policy with a loader, one parameter set per argument) or ``package.module:NAME``
+    (a user policy, imported). Raises ValueError naming the spec."""
+    from drivesim.core.policies import get_policy, registered_policies
+
+    head, _, rest = spec.partition(":")
+    if head not in registered_policies() or not rest:
+        return get_policy(spec), ()
+    policy = get_policy(head)
+    args = tuple(a for a in rest.split(",") if a)
+    if policy.loader is None or not args:
+        raise ValueError(
+            f"policy {spec!r}: {head} takes no argument (known: {', '.join(registered_policies())})"
+        )
+    return policy, args
+
+
 def policy_spec(config: CampaignConfig) -> PolicySpec:
-    """Resolve ``config.policy`` / ``config.sweep`` into parameters for the executor."""
+    """Resolve ``config.policy`` / ``config.sweep`` into parameters for the executor:
+    a registered policy's default parameters, one set per ``NAME:ARG`` (read by the policy's
+    loader), or the IDM variants of the sweep file."""
+    import importlib
+
     from drivesim.core import policies
+    from drivesim.core.types import SimConfig
 
     if config.sweep:
         variants = read_sweep(config.sweep)
         params = tuple(policies.idm_policy(**v) for v in variants)
-        return PolicySpec("idm", params, tuple(_describe_idm(v) for v in variants))
-    if config.policy == "idm":
-        return PolicySpec("idm", (policies.idm_policy(),), ("idm",))
-    if config.policy == "constant":
-        return PolicySpec("constant", (None,), ("constant",))
-    path = config.policy.split(":", 1)[1]
-    from drivesim.train.policy_io import load_policy  # written by the train room
-
-    return PolicySpec("mlp", (load_policy(path),), (config.policy,))
+        return PolicySpec(policies.IDM.name, params, tuple(_describe_idm(v) for v in variants))
+    policy, args = split_policy(config.policy)
+    kind = policy.name if args else config.policy
+    sim = SimConfig(num_steps=config.num_steps, policy=kind)
+    if not args:
+        return PolicySpec(kind, (policy.init(sim, None),), (config.policy,))
+    module, _, name = (policy.loader or "").partition(":")
+    load = getattr(importlib.import_module(module), name)
+    names = tuple(f"{policy.name}:{a}" for a in args)
+    return PolicySpec(kind, tuple(load(a, sim) for a in args), names)

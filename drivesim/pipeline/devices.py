@@ -20,7 +20,8 @@ class DeviceRunner:
     def __init__(self, config: CampaignConfig, sim_config: SimConfig, spec: PolicySpec):
         self.spec, self.sim_config = spec, sim_config
         self.policy = _stack(spec.params) if spec.is_sweep else spec.params[0]
-        chunk = None if config.chunk in (None, "auto") else int(config.chunk)
+        # "auto" goes through: the executor picks the largest chunk whose compiled memory fits
+        chunk = config.chunk if config.chunk in (None, "auto") else int(config.chunk)
         self.executor = Executor(
             ExecutorConfig(backend=config.backend, devices=config.devices, chunk=chunk), sim_config
         )

@@ -41,7 +41,7 @@ class HostWork:
     load_s: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlanSettings:
     """What the loader needs: batch size, window length, padded batch length (a multiple of
     the device count) and loader threads."""

@@ -40,16 +40,7 @@ class Stopwatch:
         self.seconds = time.perf_counter() - self.start
 
 
-def host_rss_bytes() -> int | None:
-    """Resident set size of this process in bytes (None without psutil)."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil is in the cli extra
-        return None
-    return int(psutil.Process().memory_info().rss)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BatchEvent:
     """What a campaign reports after each batch (the progress-callback API).
 

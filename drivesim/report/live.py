@@ -27,7 +27,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from drivesim.pipeline.timing import host_rss_bytes
+from drivesim.parallel.memory import host_rss
 from drivesim.report.analysis import PHASES
 
 RATE_WINDOW = 8
@@ -106,7 +106,7 @@ class LiveView:
             s.phases = phases if isinstance(phases, dict) else phases.as_dict()
             s.batches += 1
         s.device_bytes = field_of(event, "device_bytes", "device_bytes_in_use") or _device_bytes()
-        s.host_rss_bytes = field_of(event, "host_rss_bytes") or host_rss_bytes()
+        s.host_rss_bytes = field_of(event, "host_rss_bytes") or host_rss()
         s.last_error = field_of(event, "error", default=s.last_error)
         self._recent.append((time.perf_counter(), s.done))
         s.rate_now = _rate(self._recent) if len(self._recent) > 1 else s.rate_mean

@@ -1,0 +1,25 @@
+"""Making and reading scenarios on the host (NumPy): synthetic families, CommonRoad import,
+the Parquet store, sources, padding and bucketing."""
+
+from __future__ import annotations
+
+from drivesim._exports import lazy_exports
+
+_EXPORTS = {
+    "ScenarioRecord": "drivesim.scenarios.record",
+    "FAMILIES": "drivesim.scenarios.synthetic",
+    "FamilyConfig": "drivesim.scenarios.synthetic",
+    "generate": "drivesim.scenarios.synthetic",
+    "ImportConfig": "drivesim.scenarios.commonroad",
+    "load_commonroad": "drivesim.scenarios.commonroad",
+    "ScenarioStore": "drivesim.scenarios.store",
+    "write_store": "drivesim.scenarios.store",
+    "parse_sources": "drivesim.scenarios.sources",
+    "SIZE_CLASSES": "drivesim.scenarios.batching",
+    "bucket_records": "drivesim.scenarios.batching",
+    "pad_and_stack": "drivesim.scenarios.batching",
+    "padding_waste": "drivesim.scenarios.batching",
+    "size_class": "drivesim.scenarios.batching",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -169,7 +169,7 @@ def padding_waste(batches) -> float:
 
 @dataclass(frozen=True)
 class BucketConfig:
-    """Padding classes of the Bucketer (each ascending)."""
+    """Padding classes of the bucketing (each ascending)."""
 
     sizes: tuple[int, ...] = SIZE_CLASSES
     lanes: tuple[int, ...] = LANE_CLASSES
@@ -350,8 +350,8 @@ def _fill_logs(scenarios: list[Scenario], key: BucketKey, total: int) -> LogTraj
 class BucketGroups:
     """Items grouped by BucketKey: ``add`` hands a group back (and forgets it) once it holds
     ``size`` items; ``drain`` hands back the partial groups, the one whose first item came
-    first leading. The grouping of both the Bucketer and the campaign planner
-    (drivesim.pipeline.plan), which differ in what they do with a group."""
+    first leading. The grouping of the campaign planner (drivesim.pipeline.plan) and of
+    :func:`bucket_records`."""
 
     def __init__(self, size: int):
         self.size = size
@@ -381,40 +381,32 @@ def _key_order(key: BucketKey) -> tuple[int, int, int, int]:
     return (key.agents, key.lanes, key.points, key.log_steps or 0)
 
 
-class Bucketer:
-    """Groups scenarios by BucketKey and emits full HostBatches of ``batch_size``.
+def bucket_records(
+    records: list[ScenarioRecord],
+    batch_size: int,
+    config: BucketConfig = BucketConfig(),
+    pad_partial: bool = True,
+) -> list[HostBatch]:
+    """HostBatches of ``records`` (positions: their indices), grouped by BucketKey with
+    :class:`BucketGroups` as the campaign planner groups them: each full batch when it fills,
+    then the partial ones, smallest agent class first (padded up to ``batch_size`` with
+    padding scenarios when ``pad_partial``, so every batch of a bucket has one shape).
+    Raises ScenarioError for a scenario that fits no class."""
+    if batch_size < 1:
+        raise ValueError(f"bucket_records: batch_size must be >= 1, got {batch_size}")
+    groups = BucketGroups(batch_size)
 
-    add(record, position) returns the batches that became full; flush() returns the
-    partial ones (padded up to batch_size with padding scenarios when pad_partial, so
-    every batch of a bucket has one shape and compiles once).
-    """
-
-    def __init__(self, batch_size: int, config: BucketConfig = BucketConfig(), pad_partial: bool = True):
-        if batch_size < 1:
-            raise ValueError("Bucketer: batch_size must be >= 1")
-        self.batch_size = batch_size
-        self.config = config
-        self.pad_partial = pad_partial
-        self._groups = BucketGroups(batch_size)
-
-    @property
-    def pending(self) -> int:
-        """Scenarios added but not yet emitted."""
-        return len(self._groups)
-
-    def add(self, record: ScenarioRecord, position: int) -> list[HostBatch]:
-        """Queue one scenario; raises ScenarioError if it fits no class."""
-        key = bucket_key(record.scenario, self.config)
-        full = self._groups.add(key, (record, position))
-        return [] if full is None else [self._make(key, full)]
-
-    def flush(self) -> list[HostBatch]:
-        """Emit every non-empty bucket (smallest agent class first) and empty the Bucketer."""
-        rest = sorted(self._groups.drain(), key=lambda kv: _key_order(kv[0]))
-        return [self._make(key, items) for key, items in rest]
-
-    def _make(self, key: BucketKey, items) -> HostBatch:
-        records = [r for r, _ in items]
-        scenario = stack_bucket(records, key, self.batch_size if self.pad_partial else None)
+    def make(key: BucketKey, items) -> HostBatch:
+        chosen = [r for r, _ in items]
+        scenario = stack_bucket(chosen, key, batch_size if pad_partial else None)
         positions = [p for _, p in items]
-        return HostBatch(scenario=scenario, records=records, positions=positions, size_class=key.agents)
+        return HostBatch(scenario=scenario, records=chosen, positions=positions, size_class=key.agents)
+
+    batches = []
+    for position, record in enumerate(records):
+        key = bucket_key(record.scenario, config)
+        full = groups.add(key, (record, position))
+        if full is not None:
+            batches.append(make(key, full))
+    rest = sorted(groups.drain(), key=lambda kv: _key_order(kv[0]))
+    return batches + [make(key, items) for key, items in rest]

@@ -14,7 +14,8 @@ import pathlib
 
 import numpy as np
 
-from drivesim.core.types import MLPParams
+from drivesim.core.observation import observation_size
+from drivesim.core.types import MLPParams, SimConfig
 
 FORMAT = "drivesim-mlp-policy"
 VERSION = 1
@@ -72,6 +73,12 @@ def load_policy(path, obs_size: int | None = None) -> MLPParams:
                 out.append(np.asarray(data[name], np.float32))
     _check_layers(path, weights, biases, obs_size)
     return MLPParams(weights=tuple(weights), biases=tuple(biases))
+
+
+def read_params(path, config: SimConfig) -> MLPParams:
+    """The ``mlp`` policy's loader (``--policy mlp:FILE``): :func:`load_policy` checked
+    against the observation size of ``config``."""
+    return load_policy(path, observation_size(config.obs_neighbours))
 
 
 def _open(path):

@@ -14,7 +14,6 @@ up to floating-point reduction order).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from functools import partial
 from typing import Any
@@ -27,6 +26,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from drivesim.core.types import Array, pytree_dataclass
+from drivesim.parallel.programs import ProgramCache
 from drivesim.train import networks
 from drivesim.train.config import TrainConfig
 from drivesim.train.env import EnvState, ScenarioPool, env_reset, env_step, time_fraction
@@ -277,6 +277,8 @@ class Trainer:
             )
         self.optimizer = make_optimizer(cfg)
         self.pool = jax.device_put(pool, NamedSharding(self.mesh, P()))
+        self._programs = ProgramCache(PROGRAM_CACHE_SIZE)  # jitted programs per n
+        self._executables = ProgramCache(PROGRAM_CACHE_SIZE)  # ahead-of-time compiled, per n
 
     def shardings(self) -> TrainState:
         """NamedSharding prefix tree of a TrainState on this mesh."""
@@ -299,16 +301,11 @@ class Trainer:
             is_leaf=lambda x: isinstance(x, NamedSharding),
         )
 
-    def _key(self, n: int) -> tuple:
-        # The program depends on the config except the run length, on the mesh and on n.
-        cfg = dataclasses.replace(self.cfg, updates=1, chunk=1, checkpoint_every=1)
-        return cfg, tuple(d.id for d in self.mesh.devices.flat), n
-
     def program(self, n: int):
         """The jitted program running ``n`` updates: (TrainState, pool) -> (TrainState, metrics (n,)).
-        Cached per (config, mesh, n) so that fresh Trainers (a resumed run) reuse it."""
-        key = self._key(n)
-        if key not in _PROGRAMS:
+        Kept by this Trainer (its config and mesh are fixed; the key is n)."""
+
+        def build():
             body = partial(_run_updates, n=n, cfg=self.cfg, optimizer=self.optimizer)
             mapped = jax.shard_map(
                 body,
@@ -317,26 +314,24 @@ class Trainer:
                 out_specs=(state_specs(), P()),
                 check_vma=False,
             )
-            _PROGRAMS[key] = jax.jit(mapped)
-        return _PROGRAMS[key]
+            return jax.jit(mapped)
+
+        return self._programs.get(n, build)
 
     def compile(self, state: TrainState, n: int) -> float:
         """Compile the ``n``-update program ahead of time for ``state``'s shapes; returns seconds
-        (0 if this process already compiled it)."""
+        (about 0 if this Trainer already compiled it)."""
         t0 = time.perf_counter()
-        key = self._key(n)
-        if key not in _EXECUTABLES:
-            _EXECUTABLES[key] = self.program(n).lower(state, self.pool).compile()
+        self._executables.get(n, lambda: self.program(n).lower(state, self.pool).compile())
         return time.perf_counter() - t0
 
     def run(self, state: TrainState, n: int) -> tuple[TrainState, UpdateMetrics]:
         """Run ``n`` updates on the devices (one call, no host round trip per step)."""
-        run = _EXECUTABLES.get(self._key(n)) or self.program(n)
+        run = self._executables.peek(n) or self.program(n)
         return run(state, self.pool)
 
 
-_PROGRAMS: dict[tuple, Any] = {}
-_EXECUTABLES: dict[tuple, Any] = {}
+PROGRAM_CACHE_SIZE = 8
 
 
 def _run_updates(state: TrainState, pool: ScenarioPool, n: int, cfg: TrainConfig, optimizer):

@@ -5,9 +5,10 @@ import pytest
 
 from drivesim.bench.engine import EngineConfig, agent_step_cost_ratio, run_engine
 from drivesim.bench.harness import HarnessConfig, PhaseTimer, compile_timed, time_calls
-from drivesim.bench.memory import compiled_bytes, device_memory, find_knee, host_rss
+from drivesim.bench.memory import find_knee
 from drivesim.bench.records import BenchRecord
 from drivesim.bench.workloads import W32, Workload, make_batch
+from drivesim.parallel.memory import compiled_bytes, device_memory, host_rss
 
 
 def test_workload_names_and_shares():

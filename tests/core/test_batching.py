@@ -5,7 +5,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from trace_count import counting_policy
 
+from drivesim.core.policies import IDM
 from drivesim.core.rollout import simulate
 from drivesim.core.types import METRIC_NAMES, replace
 
@@ -48,17 +50,28 @@ def test_vmapped_batch_equals_loop_over_single_scenarios(batch_metrics):
 
 
 def test_same_shapes_do_not_recompile_and_uneven_lengths_freeze(batch_metrics):
-    size = simulate._cache_size()
+    policy, traces = counting_policy(IDM)
+    config = replace_policy(CONFIG, policy.name)
+    first = _metrics(builders.batch(_host()), config)
+    size = traces.count
+    assert size >= 1
     host = _host()
     host[0] = replace(host[0], episode_length=np.asarray(UNEVEN, np.int32))
     uneven = builders.batch(host)
-    long_run = _metrics(uneven)  # new values, same shapes and config
-    assert simulate._cache_size() == size, "a second call with the same shapes recompiled"
-    short_run = _metrics(uneven, replace_steps(CONFIG, UNEVEN))
-    assert simulate._cache_size() == size + 1  # the counter does see a new compilation
+    long_run = _metrics(uneven, config)  # new values, same shapes and config
+    assert traces.count == size, "a second call with the same shapes recompiled"
+    short_run = _metrics(uneven, replace_steps(config, UNEVEN))
+    assert traces.count == 2 * size  # the counter does see a new compilation
+    _assert_same(first, batch_metrics)
     assert int(long_run.steps[0]) == UNEVEN and int(long_run.steps[1]) == CONFIG.num_steps
     _assert_same(long_run, short_run, index_got=0, index_want=0)
     _assert_same(long_run, batch_metrics, index_got=1, index_want=1)  # neighbours run on
+
+
+def replace_policy(config, policy: str):
+    import dataclasses
+
+    return dataclasses.replace(config, policy=policy)
 
 
 def replace_steps(config, steps):

@@ -3,14 +3,15 @@ device failure, chunk="auto". Real forced CPU devices (8, from tests/conftest.py
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import jax
 import numpy as np
 import pytest
+from trace_count import counting_policy
 
-from drivesim.core.policies import idm_policy, stack_policies
-from drivesim.parallel import executor as executor_module
+from drivesim.core.policies import IDM, idm_policy, stack_policies
 from drivesim.parallel.executor import Executor, ExecutorConfig
 from drivesim.parallel.failover import FailureInjector
 from drivesim.parallel.mesh import slice_rows
@@ -80,11 +81,13 @@ def test_donated_batch_is_consumed_without_warnings(batch, sim):
 
 
 def test_second_run_does_not_recompile(batch, sim):
-    ex = Executor(ExecutorConfig(devices=2), sim)
+    policy, traces = counting_policy(IDM)
+    ex = Executor(ExecutorConfig(devices=2), dataclasses.replace(sim, policy=policy.name))
     ex.simulate(batch, idm_policy())
-    before = len(executor_module._COMPILED)
+    before = traces.count
+    assert before >= 1
     ex.simulate(batch, idm_policy(v0=20.0))
-    assert len(executor_module._COMPILED) == before
+    assert traces.count == before
 
 
 def test_policy_sweep_matches_single_policy_runs(batch, sim, assert_bitwise):

@@ -40,7 +40,12 @@ def _wait_for(source: RecordingSource, positions: set[int], timeout: float = 10.
 
 def _planner(tmp_path, source, batch_size=64, window_batches=1):
     Ledger(tmp_path).close()
-    settings = PlanSettings(batch_size, batch_size * window_batches, batch_size, loader_threads=2)
+    settings = PlanSettings(
+        batch_size=batch_size,
+        window=batch_size * window_batches,
+        padded_batch=batch_size,
+        loader_threads=2,
+    )
     return Planner(source, tmp_path, settings, range(len(source)))
 
 

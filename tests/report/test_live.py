@@ -25,17 +25,28 @@ def test_live_view_shows_progress_from_batch_events():
     console, buf = _console()
     phases = PhaseTimes(load_s=0.01, h2d_s=0.002, compute_s=0.5, d2h_s=0.001, write_s=0.02, wall_start=0.0)
     with LiveView(total=100, console=console) as view:
-        view.update(BatchEvent("start", 0, 0, 100, 0, 0.0, 0.0, 8))
         view.update(
             BatchEvent(
-                "batch",
-                32,
-                3,
-                100,
-                0,
-                2.0,
-                16.0,
-                8,
+                kind="start",
+                done=0,
+                failed=0,
+                total=100,
+                skipped=0,
+                elapsed_s=0.0,
+                scenarios_per_s=0.0,
+                device_count=8,
+            )
+        )
+        view.update(
+            BatchEvent(
+                kind="batch",
+                done=32,
+                failed=3,
+                total=100,
+                skipped=0,
+                elapsed_s=2.0,
+                scenarios_per_s=16.0,
+                device_count=8,
                 batch_id=0,
                 num_scenarios=32,
                 phases=phases,

@@ -7,7 +7,7 @@ import pytest
 
 from drivesim.scenarios.batching import (
     SIZE_CLASSES,
-    Bucketer,
+    bucket_records,
     pad_and_stack,
     padding_waste,
     size_class,
@@ -25,14 +25,10 @@ def test_size_class():
 
 def test_bucketer_groups_and_stacks():
     records = [generate(f, i) for i in range(30) for f in ("merge", "intersection")]
-    bucketer = Bucketer(batch_size=4)
-    batches = []
-    for position, record in enumerate(records):
-        batches += bucketer.add(record, position)
-    full = len(batches)
-    assert all(len(b.records) == 4 for b in batches)
-    batches += bucketer.flush()
-    assert bucketer.pending == 0 and len(batches) > full
+    batches = bucket_records(records, batch_size=4)
+    full = sum(len(b.records) == 4 for b in batches)
+    assert all(len(b.records) == 4 for b in batches[:full])  # full batches first, then partial ones
+    assert 0 < full < len(batches) and all(len(b.records) < 4 for b in batches[full:])
     seen = sorted(p for b in batches for p in b.positions)
     assert seen == list(range(len(records)))
     for b in batches:
@@ -48,8 +44,7 @@ def test_bucketer_groups_and_stacks():
 
 def test_padding_waste_bucketed_vs_padded():
     records = [generate("merge", i) for i in range(40)]
-    bucketer = Bucketer(batch_size=8, pad_partial=False)
-    bucketed = [b for i, r in enumerate(records) for b in bucketer.add(r, i)] + bucketer.flush()
+    bucketed = bucket_records(records, batch_size=8, pad_partial=False)
     real = sum(r.num_agents for r in records)
     slots = sum(b.agent_slots for b in bucketed)
     assert padding_waste(bucketed) == pytest.approx((slots - real) / real)

@@ -1,0 +1,37 @@
+"""Counting traces (``chex.assert_max_traces`` style) instead of reading private jit caches.
+
+``counting_policy(base)`` registers a copy of an ego policy whose ``act`` bumps a counter each
+time JAX traces it: one rollout trace (a compilation of the batched program) = one more.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from drivesim.core.policies import EgoPolicy, register_policy
+
+_ids = itertools.count()
+
+
+class TraceCounter:
+    """``count``: how many times the wrapped function was traced (called in Python)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def wrap(self, fn):
+        def counted(*args, **kwargs):
+            self.count += 1
+            return fn(*args, **kwargs)
+
+        return counted
+
+
+def counting_policy(base: EgoPolicy) -> tuple[EgoPolicy, TraceCounter]:
+    """A registered copy of ``base`` (same init and actions, its own name) and its counter."""
+    counter = TraceCounter()
+    policy = dataclasses.replace(
+        base, name=f"{base.name}-counted-{next(_ids)}", act_fn=counter.wrap(base.act_fn)
+    )
+    return register_policy(policy), counter
