@@ -20,21 +20,26 @@ def _default_out(config) -> str:
     return f"runs/run-{digest}"
 
 
-def _join_processes(coordinator: str | None, num_processes: int | None, process_id: int | None) -> None:
-    """Join the multi-process job with a DistributedConfig: the options, else the DRIVESIM_*
-    (or JAX_*) variables (``drivesim.parallel.distributed.initialize``; a no-op for a single
-    process). Runs before anything else touches JAX."""
-    from drivesim.parallel.distributed import config_from_env, initialize
+def distributed_config(coordinator: str | None, num_processes: int | None, process_id: int | None):
+    """The DistributedConfig of ``drivesim run``: the options where given, else the
+    DRIVESIM_* (or JAX_*) variables (the environment is read, never written)."""
+    from drivesim.parallel.distributed import config_from_env
 
     base = config_from_env()
-    initialize(
-        dataclasses.replace(
-            base,
-            coordinator=base.coordinator if coordinator is None else coordinator,
-            num_processes=base.num_processes if num_processes is None else num_processes,
-            process_id=base.process_id if process_id is None else process_id,
-        )
+    return dataclasses.replace(
+        base,
+        coordinator=base.coordinator if coordinator is None else coordinator,
+        num_processes=base.num_processes if num_processes is None else num_processes,
+        process_id=base.process_id if process_id is None else process_id,
     )
+
+
+def _join_processes(coordinator: str | None, num_processes: int | None, process_id: int | None) -> None:
+    """Join the multi-process job (``drivesim.parallel.distributed.initialize``; a no-op for a
+    single process). Runs before anything else touches JAX."""
+    from drivesim.parallel.distributed import initialize
+
+    initialize(distributed_config(coordinator, num_processes, process_id))
 
 
 def _chunk(value: str | None):

@@ -49,3 +49,18 @@ def test_run_query_summary(tmp_path):
     assert s.exit_code == 0 and "campaign summary" in s.output and "throughput" in s.output
     again = runner.invoke(app, ["run", "--resume", str(out)])
     assert again.exit_code == 0 and "24 from an earlier run" in again.output.replace(",", "")
+
+
+def test_multi_process_options_form_a_config_and_leave_the_environment_alone(monkeypatch):
+    import os
+
+    from drivesim.commands.campaign import distributed_config
+
+    for name in ("DRIVESIM_COORDINATOR", "DRIVESIM_NUM_PROCESSES", "DRIVESIM_PROCESS_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DRIVESIM_COORDINATOR", "10.0.0.1:99")
+    before = dict(os.environ)
+    cfg = distributed_config(None, 4, 3)
+    assert (cfg.coordinator, cfg.num_processes, cfg.process_id) == ("10.0.0.1:99", 4, 3)
+    assert distributed_config("127.0.0.1:5", None, None).coordinator == "127.0.0.1:5"
+    assert dict(os.environ) == before
