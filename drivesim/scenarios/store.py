@@ -294,7 +294,10 @@ class ScenarioStore:
     def _group(self, index: int) -> _RowGroup:
         cached = getattr(self._local, "cached", None)
         if cached is None or cached[0] != index:
-            cached = self._local.cached = (index, _RowGroup(self.reader().read_row_group(index), self.version))
+            cached = self._local.cached = (
+                index,
+                _RowGroup(self.reader().read_row_group(index), self.version),
+            )
         return cached[1]
 
     def load(self, position: int) -> ScenarioRecord:
@@ -331,7 +334,12 @@ class _RowGroup:
 
     def __init__(self, table: pa.Table, version: int):
         self.meta = {n: table.column(n).to_pylist() for n, _ in META_COLUMNS}
-        own = [self.meta["num_agents"], self.meta["num_lanes"], self.meta["num_points"], self.meta["log_steps"]]
+        own = [
+            self.meta["num_agents"],
+            self.meta["num_lanes"],
+            self.meta["num_points"],
+            self.meta["log_steps"],
+        ]
         stored = own if version == 1 else [table.column(n).to_pylist() for n in CLASS_COLUMNS]
         self.dims = [dict(zip(DIMS, values, strict=True)) for values in zip(*own, strict=True)]
         self.stored = [dict(zip(DIMS, values, strict=True)) for values in zip(*stored, strict=True)]

@@ -108,7 +108,9 @@ def _common_key(t: pa.Table, where: str) -> tuple:
         col = t.column(name)
         values = np.unique(col.fill_null(-1).to_numpy(zero_copy_only=False))
         if len(values) != 1:
-            raise ScenarioError(f"rows of one batch have different buckets {values.tolist()}", path=where, field=name)
+            raise ScenarioError(
+                f"rows of one batch have different buckets {values.tolist()}", path=where, field=name
+            )
         key.append(None if values[0] == -1 else int(values[0]))
     if None in key[:3]:
         raise ScenarioError("missing bucket class", path=where, field="class_agents")
