@@ -1,9 +1,10 @@
 """Host memory of a long campaign: resident memory after 10^6 scenarios must be within 10%
 of that after 10^5 (small scenarios and few steps make 10^6 feasible).
 
-    .venv/bin/python benchmarks/campaign_memory.py [--quick] [--json]
+    .venv/bin/python benchmarks/campaign_memory.py [--quick] [--json] [--store]
 
 --quick runs 10^4 / 10^5 instead. RSS is sampled from the per-batch progress events.
+--store runs the campaign over a scenario store of the same scenarios (written first, not timed).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=2048)
     parser.add_argument("--out", default=None, help="Campaign directory (default: a temporary one).")
+    parser.add_argument("--store", action="store_true", help="Read the scenarios from a store.")
     args = parser.parse_args()
     small, large = (10**4, 10**5) if args.quick else (10**5, 10**6)
     out = Path(args.out or tempfile.mkdtemp(prefix="drivesim-bench-memory-"))
@@ -42,8 +44,11 @@ def main() -> None:
             if mark not in samples and event.done >= mark:
                 samples[mark] = host_rss()
 
+    sources = ("synthetic:highway",)
+    if args.store:
+        sources = (f"store:{_write_store(out, large, args.agents, args.steps)}",)
     config = CampaignConfig(
-        sources=("synthetic:highway",),
+        sources=sources,
         count=large,
         agents=args.agents,
         num_steps=args.steps,
@@ -56,6 +61,7 @@ def main() -> None:
         ratio = samples[large] / samples[small]
         record = dict(
             kind="memory",
+            source=sources[0].split(":")[0],
             scenarios_small=small,
             scenarios_large=large,
             rss_small_bytes=samples[small],
@@ -75,6 +81,18 @@ def main() -> None:
     finally:
         if args.out is None:
             shutil.rmtree(out, ignore_errors=True)
+
+
+def _write_store(out: Path, count: int, agents: int, steps: int) -> Path:
+    """A store of ``count`` highway scenarios (the synthetic campaign's) in ``out``."""
+    from drivesim.scenarios.sources import SyntheticSource
+    from drivesim.scenarios.store import write_store
+    from drivesim.scenarios.synthetic import FamilyConfig
+
+    source = SyntheticSource(["highway"], count, 0, config=FamilyConfig(num_agents=agents, steps=steps))
+    path = out / "store.parquet"
+    write_store(path, (source.load(p) for p in range(count)))
+    return path
 
 
 if __name__ == "__main__":

@@ -16,14 +16,14 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-KINDS = ("engine", "pipeline", "memory", "scale", "sweep", "amdahl", "profile")
+KINDS = ("engine", "pipeline", "memory", "scale", "sweep", "amdahl", "profile", "campaign")
 
 
 @dataclass
 class BenchRecord:
     """One measured result (or fit) with the conditions it was measured under.
 
-    kind: engine | pipeline | memory | scale | sweep | amdahl | profile.
+    kind: engine | pipeline | memory | scale | sweep | amdahl | profile | campaign.
     workload: name such as "W32" ("highway x 4096 scenarios x 32 agents x 80 steps").
     backend: executor backend (sharding | shard_map | pmap | processes | single).
     device_kind / platform / device_count / process_count / jax_version / machine: where.

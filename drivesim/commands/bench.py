@@ -124,6 +124,40 @@ def pipeline(
     _dashboard(out)
 
 
+@bench_app.command("campaign")
+def campaign(
+    agents: AgentsOpt = 32,
+    steps: StepsOpt = 80,
+    batch_size: Annotated[int, typer.Option(help="scenarios per batch")] = 4096,
+    small_batches: Annotated[int, typer.Option(help="batches in the small campaign")] = 1,
+    large_batches: Annotated[int, typer.Option(help="batches in the large campaign")] = 4,
+    repeats: Annotated[int, typer.Option(help="timed (small, large) campaign pairs per source")] = 3,
+    source: Annotated[
+        list[str] | None, typer.Option("--source", help="synthetic | store (repeatable; default both)")
+    ] = None,
+    json_out: JsonOpt = False,
+    out: OutOpt = DEFAULT_OUT,
+) -> None:
+    """End-to-end marginal campaign rate (synthetic and store sources) beside the engine rate
+    of the same workload, and their ratio (goal >= 0.8)."""
+    from drivesim.bench.campaign import SOURCES, CampaignBenchConfig, run_campaign_bench
+
+    unknown = set(source or ()) - set(SOURCES)
+    if unknown:
+        raise typer.BadParameter(f"--source {sorted(unknown)}: expected one of {', '.join(SOURCES)}")
+    config = CampaignBenchConfig(
+        agents=agents,
+        steps=steps,
+        batch_size=batch_size,
+        small_batches=small_batches,
+        large_batches=large_batches,
+        repeats=repeats,
+        sources=tuple(source or SOURCES),
+        work_dir=str(out / "campaign"),
+    )
+    _emit(run_campaign_bench(config, log=_err), out, "bench", "campaign", json_out)
+
+
 @bench_app.command("memory")
 def memory(
     sizes: Annotated[str, typer.Option(help="batch sizes, comma-separated")] = "64,256,1024,4096",

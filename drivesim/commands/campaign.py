@@ -117,6 +117,13 @@ def register(app: typer.Typer) -> None:
         ] = False,
         seed: Annotated[int, typer.Option(help="Campaign seed for synthetic scenarios.")] = 0,
         loader_threads: Annotated[int, typer.Option(help="Host loader threads.")] = 2,
+        stall_timeout: Annotated[
+            float,
+            typer.Option(
+                help="Seconds without a batch moving before the run fails with thread stacks in DIR "
+                "(grows with the observed batch time; rerun to resume; 0 disables)."
+            ),
+        ] = 300.0,
         live_html: Annotated[
             bool, typer.Option("--live-html", help="Serve the live dashboard on localhost while running.")
         ] = False,
@@ -151,6 +158,7 @@ def register(app: typer.Typer) -> None:
                 backend=backend,
                 devices=devices,
                 chunk=_chunk(chunk) if chunk is not None else stored.chunk,
+                stall_s=stall_timeout,
             )
         else:
             demo = not source and count is None
@@ -167,6 +175,7 @@ def register(app: typer.Typer) -> None:
                 agents=agents,
                 seed=seed,
                 loader_threads=loader_threads,
+                stall_s=stall_timeout,
                 out=str(target or "."),
             )
             if target is None:
@@ -227,6 +236,7 @@ def _run(config, live_html: bool) -> None:
     from rich.console import Console
 
     from drivesim.pipeline.campaign import resolve_sources, run_campaign
+    from drivesim.pipeline.watchdog import CampaignStalled
     from drivesim.report.live import LiveView
 
     console = Console(stderr=True)
@@ -239,6 +249,8 @@ def _run(config, live_html: bool) -> None:
     try:
         with view:
             result = run_campaign(config, progress=view.update)
+    except CampaignStalled as err:
+        _exit_stalled(console, err)
     finally:
         if server is not None:
             server.stop()
@@ -255,6 +267,18 @@ def _run(config, live_html: bool) -> None:
 
     if jax.process_index() == 0:  # one dashboard per multi-process campaign
         _write_dashboard(config.out, console)
+
+
+def _exit_stalled(console, err) -> None:
+    """Report a stalled campaign and exit 3 at once (stuck loader threads would block a
+    normal interpreter exit)."""
+    import os
+    import sys
+
+    console.print(f"[red]error:[/red] {err}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(3)
 
 
 def _start_server(directory, console):

@@ -90,6 +90,22 @@ def register(app: typer.Typer) -> None:
         written = write_store(out, (source.load(p) for p in range(len(source))), row_group_size=row_group)
         typer.echo(f"wrote {written} scenarios ({source.describe()}) to {out}")
 
+    @scen_app.command("convert")
+    def convert(
+        store: Annotated[Path, typer.Argument(help="Scenario store of an older schema version.")],
+        out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
+    ) -> None:
+        """Rewrite a scenario store in the current schema version (rows padded to their bucket)."""
+        from drivesim.scenarios.sources import ScenarioError
+        from drivesim.scenarios.store import convert_store
+
+        try:
+            written = convert_store(store, out)
+        except ScenarioError as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(f"wrote {written} scenarios to {out}")
+
     @scen_app.command("info")
     def info(store: Annotated[Path, typer.Argument(help="Scenario store to describe.")]) -> None:
         """Summarise a store: scenarios per family and agent-count size class."""

@@ -27,6 +27,7 @@ from drivesim.core.types import SimConfig
 from drivesim.parallel.memory import host_rss
 from drivesim.pipeline import results as res
 from drivesim.pipeline import sources as src
+from drivesim.pipeline.columnar import planner_for
 from drivesim.pipeline.config import (
     CONFIG_NAME,
     CampaignConfig,
@@ -37,9 +38,10 @@ from drivesim.pipeline.config import (
 )
 from drivesim.pipeline.devices import DeviceRunner, block
 from drivesim.pipeline.ledger import Ledger
-from drivesim.pipeline.plan import HostWork, Planner, PlanSettings
+from drivesim.pipeline.plan import HostWork, PlanSettings
 from drivesim.pipeline.prefetch import Prefetcher, chain
 from drivesim.pipeline.timing import BatchEvent, PhaseTimes, Stopwatch
+from drivesim.pipeline.watchdog import Watchdog, WatchdogConfig
 
 ProgressFn = Callable[[BatchEvent], None]
 
@@ -168,14 +170,16 @@ class _Runner:
             padded_batch=math.ceil(self.config.batch_size / d) * d,
             loader_threads=self.config.loader_threads,
         )
-        planner = Planner(self.source, self.directory, settings, self.positions)
+        planner = planner_for(self.source, self.directory, settings, self.positions)
         host = Prefetcher(planner, self.config.prefetch, name="drivesim-loader")
         stage = chain(host, self._to_device, depth=2)
         writer = _Writer(self.directory, self.process_index, self.spec.names, self.events)
+        self.watchdog = Watchdog(self.directory, WatchdogConfig(self.config.stall_s), writer.abort(stage))
         inflight: _Launch | None = None
         try:
             # dispatch batch k+1 before fetching batch k: the devices never wait for the host
             for _batch_id, work in stage:
+                self.watchdog.beat()
                 launched = self._launch(work)
                 if inflight is not None:
                     writer.submit(self._collect(inflight))
@@ -184,8 +188,8 @@ class _Runner:
             if inflight is not None:
                 writer.submit(self._collect(inflight))
         finally:
-            stage.close()
-            writer.close()
+            self.watchdog.close()
+            _close(stage, writer, self.watchdog.error)
         self._drain()
         return self._finish()
 
@@ -241,6 +245,7 @@ class _Runner:
             except queue.Empty:
                 return
             work = outcome.work
+            self.watchdog.beat()
             if outcome.error is not None:
                 self.counts["failed_batches"] += 1
                 self._emit("batch_failed", work, outcome)
@@ -308,6 +313,20 @@ class _Runner:
         )
 
 
+def _close(stage, writer, stalled: BaseException | None) -> None:
+    """Stop the stages; after a stall, give up on threads that do not stop and raise it."""
+    if stalled is None:
+        stage.close()
+        writer.close()
+        return
+    try:
+        stage.close(timeout=2.0)
+        writer.close(timeout=2.0)
+    except Exception:  # noqa: BLE001 - a stuck thread is what the stall error reports
+        pass
+    raise stalled
+
+
 def _describe(source) -> str:
     describe = getattr(source, "describe", None)
     return describe() if callable(describe) else getattr(source, "name", type(source).__name__)
@@ -326,11 +345,23 @@ class _Writer:
         )
         self.queue: queue.Queue = queue.Queue(maxsize=2)
         self.error: BaseException | None = None
+        self.stalled: BaseException | None = None
         self.thread = threading.Thread(target=self._work, name="drivesim-writer", daemon=True)
         self.thread.start()
 
+    def abort(self, stage: Prefetcher):
+        """The watchdog's stall action: the main thread stops waiting on ``stage`` or on us."""
+
+        def on_stall(error: BaseException) -> None:
+            self.stalled = error
+            stage.abort(error)
+
+        return on_stall
+
     def submit(self, outcome: _Outcome) -> None:
         while self.thread.is_alive():
+            if self.stalled is not None:
+                raise self.stalled
             try:
                 self.queue.put(outcome, timeout=0.1)
                 break
@@ -376,8 +407,8 @@ class _Writer:
         failures = [(info.scenario_id, reason) for info, reason in work.failed]
         ledger.mark_done(work.batch_id, str(shard.relative_to(self.directory)), row, failures)
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
         if self.thread.is_alive():
-            self.queue.put(None)
-            self.thread.join()
+            self.queue.put(None, timeout=timeout)
+            self.thread.join(timeout)
         self._check()

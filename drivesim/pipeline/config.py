@@ -49,6 +49,9 @@ class CampaignConfig:
         (None: the family's default).
     loader_threads: host loader threads; prefetch: bounded host queue depth (batches).
     retries: extra attempts for a batch whose compute raised.
+    stall_s: the stall watchdog's limit [s] (at least; it grows to 10x the median gap between
+        batches); no batch moving for longer fails the run with thread stacks in the campaign
+        directory (rerun to resume). <= 0 disables the watchdog.
     """
 
     sources: tuple[str, ...] = ()
@@ -68,6 +71,7 @@ class CampaignConfig:
     loader_threads: int = 2
     prefetch: int = 4
     retries: int = 1
+    stall_s: float = 300.0
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):

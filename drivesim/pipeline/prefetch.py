@@ -52,6 +52,7 @@ class Prefetcher:
         self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
         self._produce = produce
+        self._aborted: BaseException | None = None
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
@@ -85,6 +86,8 @@ class Prefetcher:
                 item = self._get()
                 if item.value is _END:
                     return
+                if item.error is not None and item.error is self._aborted:
+                    raise item.error
                 if item.error is not None:
                     raise PipelineError(
                         f"{self._thread.name} failed near position {item.position}: "
@@ -94,8 +97,14 @@ class Prefetcher:
         finally:
             self.close()
 
+    def abort(self, error: BaseException) -> None:
+        """Make the consumer's next wait raise ``error`` (from another thread, e.g. a watchdog)."""
+        self._aborted = error
+
     def _get(self) -> QueueItem:
         while True:
+            if self._aborted is not None:
+                return QueueItem(None, None, self._aborted)
             try:
                 return self._queue.get(timeout=0.1)
             except queue.Empty:

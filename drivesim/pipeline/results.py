@@ -80,35 +80,45 @@ def shard_name(batch_id: int) -> str:
     return f"part-{batch_id:08d}.parquet"
 
 
+INFO_COLUMNS = ("scenario_id", "family", "source", "name", "num_agents", "size_class")
+
+
 def batch_table(
-    infos: list[ScenarioInfo],
+    infos,
     metrics: dict | None,
     policies: tuple[str, ...],
     batch_id: int,
     process_index: int = 0,
     failed: list[tuple[ScenarioInfo, str]] | tuple[()] = (),
 ) -> pa.Table:
-    """Arrow table of one batch: rows per (scenario, policy) for ``infos`` with ``metrics``
-    ({name: (P, B) array}), then one row per failed scenario (null metrics)."""
-    p_count, b_count = len(policies), len(infos)
-    cols: dict[str, list | np.ndarray] = {}
-    rep = lambda values: np.tile(np.asarray(values), p_count) if b_count else np.asarray(values)  # noqa: E731
-    cols["scenario_id"] = rep([i.scenario_id for i in infos])
-    for key in ("family", "source", "name", "num_agents", "size_class"):
-        cols[key] = list(rep(np.array([getattr(i, key) for i in infos], dtype=object)))
-    cols["policy_id"] = np.repeat(np.arange(p_count), b_count)
-    cols["policy"] = list(np.repeat(np.array(policies, dtype=object), b_count))
-    cols["status"] = ["ok"] * (p_count * b_count)
-    cols["error"] = [None] * (p_count * b_count)
+    """Arrow table of one batch: rows per (scenario, policy) for ``infos`` (ScenarioInfos, or
+    an Arrow table with the INFO_COLUMNS) with ``metrics`` ({name: (P, B) array}), then one
+    row per failed scenario (null metrics). Built from whole columns: per policy, the info
+    columns repeat and each metric is its (P, B) array flattened."""
+    info = info_table(infos)
+    p_count, b_count = len(policies), info.num_rows
+    n = p_count * b_count
+    rep = info.take(pa.array(np.tile(np.arange(b_count), p_count))) if p_count != 1 else info
+    policy_ids = np.repeat(np.arange(p_count, dtype=np.int32), b_count)
+    cols = {k: rep.column(k).combine_chunks().cast(SCHEMA.field(k).type) for k in INFO_COLUMNS}
+    cols["policy_id"] = pa.array(policy_ids)
+    cols["policy"] = pa.array(list(policies), pa.string()).take(pa.array(policy_ids))
+    cols["status"] = pa.array(["ok"], pa.string()).take(pa.array(np.zeros(n, np.int32)))
+    cols["error"] = pa.nulls(n, pa.string())
     for key in METRIC_COLUMNS:
-        cols[key] = np.asarray(metrics[key]).reshape(-1) if b_count and metrics is not None else []
-    ok = pa.table(
-        {k: _array(k, v) for k, v in cols.items()} | _constants(batch_id, process_index, p_count * b_count),
-        schema=SCHEMA,
-    )
+        values = np.asarray(metrics[key]).reshape(-1) if b_count else np.zeros(0)
+        cols[key] = pa.array(values).cast(SCHEMA.field(key).type)
+    ok = pa.table(cols | _constants(batch_id, process_index, n), schema=SCHEMA)
     if not failed:
         return ok
     return pa.concat_tables([ok, failed_table(failed, batch_id, process_index)])
+
+
+def info_table(infos) -> pa.Table:
+    """The INFO_COLUMNS of ``infos`` (an Arrow table is returned as it is)."""
+    if isinstance(infos, pa.Table):
+        return infos
+    return pa.table({k: _array(k, [getattr(i, k) for i in infos]) for k in INFO_COLUMNS})
 
 
 def failed_table(failed: list[tuple[ScenarioInfo, str]], batch_id: int, process_index: int = 0) -> pa.Table:

@@ -1,17 +1,27 @@
 """drivesim's own scenario store: one Parquet file, one row per scenario, columnar.
 
 Every Scenario field is a column (``agents_x``, ``road_centers``, ``log_xy``, ...): arrays are
-flattened into list columns with the dims (num_agents N, num_lanes L, num_points P,
-log_steps T) in their own columns, so a row decodes back to exactly the same NumPy arrays
-(dtype and shape). The file's schema metadata carries ``drivesim.schema_version``.
-Writing is streamed in row groups and atomic (temporary file, then rename); reading
-decodes one row group at a time, so a store of a million scenarios never has to fit in
-memory.
+flattened into list columns. Schema version 2 stores each row *padded to its bucket* (agent,
+lane, point and log-length classes, in the ``class_*`` columns) beside its own dims
+(``num_agents`` N, ``num_lanes`` L, ``num_points`` P, ``log_steps`` T), so
+
+* rows of one bucket have equal list lengths: a batch of one bucket is a ``take`` of whole
+  columns reshaped to (B, ...) arrays (``read_batch``), with no per-row Python, bit for bit
+  what padding and stacking the records one by one gives;
+* bucketing is a vectorized pass over the ``class_*`` columns (``bucket_keys``);
+* ``load(position)`` slices a row back to exactly its original arrays (dtype and shape).
+
+Writing is streamed in row groups and atomic (temporary file, then rename). Reading keeps one
+Parquet reader and one decoded row group per thread: a ``pyarrow.parquet.ParquetFile`` shared
+by concurrent threads is not safe (it crashed or hung in Arrow's read-range cache), so no
+reader state is shared. Version-1 stores (unpadded rows) are refused with a one-line error
+naming ``drivesim scenarios convert``, which rewrites them.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +32,10 @@ import pyarrow.parquet as pq
 
 from drivesim.core.types import AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
 from drivesim.core.validate import ScenarioError, validate_scenario
+from drivesim.scenarios.batching import BucketKey, bucket_key, stack_bucket
 from drivesim.scenarios.record import ScenarioRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 VERSION_KEY = b"drivesim.schema_version"
 
 F32, I32, BOOL = np.float32, np.int32, np.bool_
@@ -61,6 +72,9 @@ META_COLUMNS = (
     ("num_points", pa.int32()),
     ("log_steps", pa.int32()),
 )
+# the bucket of each row: the padded dims its arrays are stored with (class_log null: no log)
+CLASS_COLUMNS = ("class_agents", "class_lanes", "class_points", "class_log")
+DIMS = ("N", "L", "P", "T")
 
 
 def column_name(path: str) -> str:
@@ -70,13 +84,20 @@ def column_name(path: str) -> str:
 def schema() -> pa.Schema:
     """The Arrow schema of a store (list columns for arrays, nullable log columns)."""
     cols = [pa.field(n, t, nullable=(n == "log_steps")) for n, t in META_COLUMNS]
+    cols += [pa.field(n, pa.int32(), nullable=(n == "class_log")) for n in CLASS_COLUMNS]
     for path, dtype, shape in FIELDS:
         t = ARROW[dtype] if shape == () else pa.list_(ARROW[dtype])
         cols.append(pa.field(column_name(path), t, nullable=path.startswith("log.")))
     return pa.schema(cols, metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()})
 
 
-def _get(sc: Scenario, path: str):
+def field_shape(shape: tuple, dims: dict) -> tuple[int, ...]:
+    """A FIELDS shape with its dim letters replaced by ``dims`` values."""
+    return tuple(dims[d] if isinstance(d, str) else d for d in shape)
+
+
+def leaf(sc: Scenario, path: str):
+    """The leaf at dotted ``path`` of a Scenario (None inside a missing log)."""
     obj = sc
     for part in path.split("."):
         if obj is None:
@@ -88,7 +109,8 @@ def _get(sc: Scenario, path: str):
 class StoreWriter:
     """Streams ScenarioRecords into a store file, ``row_group_size`` rows per row group.
 
-    Use as a context manager; the file appears (atomically) on a clean exit only.
+    Rows keep their write order (a store position is its write index). Use as a context
+    manager; the file appears (atomically) on a clean exit only.
     """
 
     def __init__(self, path: str | Path, row_group_size: int = 512):
@@ -107,10 +129,25 @@ class StoreWriter:
     def write(self, record: ScenarioRecord) -> None:
         """Append one record (validated first; ScenarioError if it is unusable)."""
         validate_scenario(record.scenario, where=f"{record.source}#{record.name}")
+        bucket_key(record.scenario)  # ScenarioError now if it fits no padding class
         self._rows.append(record)
         self.count += 1
         if len(self._rows) >= self.row_group_size:
             self._flush()
+
+    def write_batch(self, scenario: Scenario, family: str, source: str, names=None) -> None:
+        """Append a stacked host batch (NumPy leaves, leading axis B; every row keeps the
+        batch's N/L/P/T, its padding slots included). Each row is validated like ``write``.
+        names: B strings (default ``FAMILY-ID``)."""
+        import jax
+
+        batch = int(np.asarray(scenario.valid).shape[0])
+        leaves = jax.tree_util.tree_map(np.asarray, scenario)
+        ids = leaves.scenario_id.reshape(batch)
+        names = [f"{family}-{i}" for i in ids] if names is None else list(names)
+        for k in range(batch):
+            row = jax.tree_util.tree_map(lambda v, k=k: v[k], leaves)
+            self.write(ScenarioRecord(row, family, source, names[k]))
 
     def _flush(self) -> None:
         if self._rows:
@@ -137,8 +174,28 @@ def write_store(path: str | Path, records, row_group_size: int = 512) -> int:
 
 
 def _to_table(records: list[ScenarioRecord]) -> pa.Table:
+    """One row group: records grouped by bucket, each group padded and stacked at once
+    (batching.stack_bucket) and written as whole columns, then put back in write order."""
+    keys = [bucket_key(r.scenario) for r in records]
+    groups: dict[BucketKey, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    tables, order = [], []
+    for key, rows in groups.items():
+        tables.append(_bucket_table([records[i] for i in rows], key))
+        order += rows
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    if order != sorted(order):
+        table = table.take(pa.array(np.argsort(np.asarray(order), kind="stable")))
+    return table.combine_chunks()
+
+
+def _bucket_table(records: list[ScenarioRecord], key: BucketKey) -> pa.Table:
+    """Rows of one bucket: meta columns and the records padded to ``key`` as list columns."""
     scs = [r.scenario for r in records]
-    logs = [s.log is not None for s in scs]
+    b = len(records)
+    stacked = stack_bucket(records, key)
+    has_log = key.log_steps is not None
     data = {
         "family": pa.array([r.family for r in records], pa.string()),
         "source": pa.array([r.source for r in records], pa.string()),
@@ -146,56 +203,39 @@ def _to_table(records: list[ScenarioRecord]) -> pa.Table:
         "num_agents": pa.array([s.num_agents for s in scs], pa.int32()),
         "num_lanes": pa.array([np.asarray(s.road.widths).shape[0] for s in scs], pa.int32()),
         "num_points": pa.array([np.asarray(s.road.centers).shape[1] for s in scs], pa.int32()),
-        "log_steps": pa.array(
-            [np.asarray(s.log.valid).shape[0] if s.log is not None else None for s in scs], pa.int32()
-        ),
+        "log_steps": pa.array([s.log.valid.shape[0] if has_log else None for s in scs], pa.int32()),
+        "class_agents": pa.array(np.full(b, key.agents, np.int32)),
+        "class_lanes": pa.array(np.full(b, key.lanes, np.int32)),
+        "class_points": pa.array(np.full(b, key.points, np.int32)),
+        "class_log": pa.array(np.full(b, key.log_steps or 0, np.int32), mask=np.full(b, not has_log)),
     }
     for path, dtype, shape in FIELDS:
-        values = [_get(s, path) for s in scs]
+        value = leaf(stacked, path)
+        name = column_name(path)
         if shape == ():
-            data[column_name(path)] = pa.array([np.asarray(v, dtype).item() for v in values], ARROW[dtype])
-            continue
-        flat: list[np.ndarray] = [
-            np.asarray(v, dtype).ravel() if v is not None else np.zeros(0, dtype) for v in values
-        ]
-        offsets = np.concatenate([[0], np.cumsum([len(f) for f in flat])]).astype(np.int32)
-        mask = None if all(logs) or not path.startswith("log.") else pa.array([not h for h in logs])
-        data[column_name(path)] = pa.ListArray.from_arrays(
-            pa.array(offsets), pa.array(np.concatenate(flat), ARROW[dtype]), mask=mask
-        )
+            data[name] = pa.array(np.asarray(value, dtype).reshape(b))
+        elif value is None:
+            data[name] = pa.nulls(b, pa.list_(ARROW[dtype]))
+        else:
+            flat = np.ascontiguousarray(value, dtype).reshape(b, -1)
+            offsets = pa.array(np.arange(b + 1, dtype=np.int32) * flat.shape[1])
+            data[name] = pa.ListArray.from_arrays(offsets, pa.array(flat.reshape(-1)))
     return pa.table(data, schema=schema())
 
 
-class _RowGroup:
-    """One decoded row group: per column, flat NumPy values and list offsets."""
-
-    def __init__(self, table: pa.Table):
-        self.meta = {n: table.column(n).to_pylist() for n, _ in META_COLUMNS}
-        self.columns: dict[str, tuple] = {}
-        for path, dtype, shape in FIELDS:
-            col = table.column(column_name(path)).combine_chunks()
-            if shape == ():
-                self.columns[path] = (col.to_numpy(zero_copy_only=False).astype(dtype), None, None)
-            else:
-                values = col.values.to_numpy(zero_copy_only=False).astype(dtype)
-                null = col.is_null().to_numpy(zero_copy_only=False)
-                self.columns[path] = (values, col.offsets.to_numpy(), null)
-
-
 class ScenarioStore:
-    """Lazy reader of a store: ``len(store)``, ``store.load(position)``, ``iter(store)``.
+    """Lazy reader of a store: ``len(store)``, ``store.load(position)``, ``iter(store)``,
+    ``bucket_keys()`` and ``read_batch(positions)`` (drivesim.scenarios.store_columns).
 
-    Keeps one decoded row group in memory. Errors (missing file, not a store, wrong
-    schema version, a corrupt row) are ScenarioErrors naming the file and the row.
+    Safe to use from several threads: each thread opens its own Parquet reader and keeps its
+    own decoded row group. Errors (missing file, not a store, wrong schema version, a
+    corrupt row) are ScenarioErrors naming the file and the row.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, allow_version_1: bool = False):
         self.path = Path(path)
-        try:
-            self._file = pq.ParquetFile(self.path)
-        except (OSError, pa.ArrowException) as err:
-            raise ScenarioError(f"cannot open the scenario store: {err}", path=str(self.path)) from None
-        meta = self._file.schema_arrow.metadata or {}
+        file = self._open()
+        meta = file.schema_arrow.metadata or {}
         version = meta.get(VERSION_KEY)
         if version is None:
             raise ScenarioError(
@@ -203,15 +243,38 @@ class ScenarioStore:
                 path=str(self.path),
                 field="schema metadata",
             )
-        if int(version) != SCHEMA_VERSION:
+        self.version = int(version)
+        if self.version == 1 and not allow_version_1:
             raise ScenarioError(
-                f"unsupported store schema version {int(version)} (this drivesim reads {SCHEMA_VERSION})",
+                f"store schema version 1 is not read by this drivesim (version {SCHEMA_VERSION}); "
+                f"convert it: drivesim scenarios convert {self.path} --out NEW.parquet",
                 path=str(self.path),
                 field="schema metadata",
             )
-        md = self._file.metadata
-        self._starts = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
-        self._cached: tuple[int, _RowGroup] | None = None
+        if self.version not in (1, SCHEMA_VERSION):
+            raise ScenarioError(
+                f"unsupported store schema version {self.version} (this drivesim reads {SCHEMA_VERSION})",
+                path=str(self.path),
+                field="schema metadata",
+            )
+        md = file.metadata
+        self.row_group_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+        self._starts = np.cumsum(np.concatenate([[0], self.row_group_rows])).astype(np.int64)
+        self._local = threading.local()
+        self._local.file = file
+
+    def _open(self) -> pq.ParquetFile:
+        try:
+            return pq.ParquetFile(self.path, pre_buffer=False)
+        except (OSError, pa.ArrowException) as err:
+            raise ScenarioError(f"cannot open the scenario store: {err}", path=str(self.path)) from None
+
+    def reader(self) -> pq.ParquetFile:
+        """This thread's own Parquet reader of the store (opened on first use)."""
+        file = getattr(self._local, "file", None)
+        if file is None:
+            file = self._local.file = self._open()
+        return file
 
     def __len__(self) -> int:
         return int(self._starts[-1])
@@ -220,10 +283,23 @@ class ScenarioStore:
         for position in range(len(self)):
             yield self.load(position)
 
+    def row_groups(self, lo: int, hi: int) -> range:
+        """Indices of the row groups holding positions lo..hi-1."""
+        first = int(np.searchsorted(self._starts, lo, side="right") - 1)
+        last = int(np.searchsorted(self._starts, max(hi - 1, lo), side="right") - 1)
+        return range(first, last + 1)
+
+    def row_group_start(self, index: int) -> int:
+        return int(self._starts[index])
+
     def _group(self, index: int) -> _RowGroup:
-        if self._cached is None or self._cached[0] != index:
-            self._cached = (index, _RowGroup(self._file.read_row_group(index)))
-        return self._cached[1]
+        cached = getattr(self._local, "cached", None)
+        if cached is None or cached[0] != index:
+            cached = self._local.cached = (
+                index,
+                _RowGroup(self.reader().read_row_group(index), self.version),
+            )
+        return cached[1]
 
     def load(self, position: int) -> ScenarioRecord:
         """The record at ``position`` (0-based row); ScenarioError if it cannot be decoded."""
@@ -239,10 +315,50 @@ class ScenarioStore:
         except (ValueError, IndexError, TypeError) as err:
             raise ScenarioError(f"corrupt row: {err}", path=str(self.path), scenario_id=position) from None
 
+    def bucket_keys(self):
+        """Every row's bucket as int32 columns (drivesim.scenarios.store_columns.BucketColumns)."""
+        from drivesim.scenarios.store_columns import bucket_columns
+
+        return bucket_columns(self)
+
+    def read_batch(self, positions, padded_batch: int | None = None):
+        """Rows ``positions`` (one bucket) as a stacked Scenario and their descriptive
+        columns (drivesim.scenarios.store_columns.read_batch)."""
+        from drivesim.scenarios.store_columns import read_batch
+
+        return read_batch(self, positions, padded_batch)
+
+
+class _RowGroup:
+    """One decoded row group: meta values, stored dims per row, per column flat values and
+    list offsets."""
+
+    def __init__(self, table: pa.Table, version: int):
+        self.meta = {n: table.column(n).to_pylist() for n, _ in META_COLUMNS}
+        own = [
+            self.meta["num_agents"],
+            self.meta["num_lanes"],
+            self.meta["num_points"],
+            self.meta["log_steps"],
+        ]
+        stored = own if version == 1 else [table.column(n).to_pylist() for n in CLASS_COLUMNS]
+        self.dims = [dict(zip(DIMS, values, strict=True)) for values in zip(*own, strict=True)]
+        self.stored = [dict(zip(DIMS, values, strict=True)) for values in zip(*stored, strict=True)]
+        self.columns = {}
+        for path, dtype, shape in FIELDS:
+            col = table.column(column_name(path)).combine_chunks()
+            if shape == ():
+                self.columns[path] = (col.to_numpy(zero_copy_only=False).astype(dtype), None, None)
+            else:
+                values = col.values.to_numpy(zero_copy_only=False).astype(dtype)
+                null = col.is_null().to_numpy(zero_copy_only=False)
+                self.columns[path] = (values, col.offsets.to_numpy(), null)
+
 
 def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:
+    """Row ``row`` of a decoded row group as an unpadded record (its own dims)."""
     meta = {k: v[row] for k, v in group.meta.items()}
-    dims = {"N": meta["num_agents"], "L": meta["num_lanes"], "P": meta["num_points"], "T": meta["log_steps"]}
+    dims, stored = group.dims[row], group.stored[row]
     has_log = dims["T"] is not None
     out: dict[str, np.ndarray] = {}
     for path, dtype, shape in FIELDS:
@@ -253,15 +369,16 @@ def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:
         if path.startswith("log.") and not has_log:
             continue
         flat = values[offsets[row] : offsets[row + 1]]
-        full = tuple(dims[d] if isinstance(d, str) else d for d in shape)
-        if null[row] or flat.size != int(np.prod(full)):
+        full = field_shape(shape, stored)
+        own = field_shape(shape, dims)
+        if null[row] or flat.size != int(np.prod(full)) or any(o > f for o, f in zip(own, full, strict=True)):
             raise ScenarioError(
                 f"{flat.size} values do not fill shape {full}",
                 path=where,
                 scenario_id=int(out.get("scenario_id", row)),
                 field=column_name(path),
             )
-        out[path] = flat.reshape(full).copy()
+        out[path] = flat.reshape(full)[tuple(slice(0, n) for n in own)].copy()
     pick = lambda prefix: {p.split(".", 1)[1]: v for p, v in out.items() if p.startswith(prefix)}  # noqa: E731
     log = LogTrajectory(**pick("log.")) if has_log else None
     scenario = Scenario(
@@ -276,3 +393,9 @@ def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:
         log=log,
     )
     return ScenarioRecord(scenario=scenario, family=meta["family"], source=meta["source"], name=meta["name"])
+
+
+def convert_store(old: str | Path, new: str | Path, row_group_size: int = 512) -> int:
+    """Rewrite a version-1 (or current) store as a current one; returns the rows written."""
+    store = ScenarioStore(old, allow_version_1=True)
+    return write_store(new, iter(store), row_group_size)

@@ -52,8 +52,8 @@ def test_lazy_reading_keeps_one_row_group(tmp_path):
     write_store(path, (generate("merge", i) for i in range(12)), row_group_size=4)
     store = ScenarioStore(path)
     store.load(9)
-    assert store._cached[0] == 2  # only the third row group was decoded
-    assert len(store._cached[1].meta["name"]) == 4
+    assert store._local.cached[0] == 2  # only the third row group was decoded
+    assert len(store._local.cached[1].meta["name"]) == 4
 
 
 def test_not_a_store_and_wrong_version(tmp_path):

@@ -1,0 +1,107 @@
+"""The loader stage for a columnar scenario store: no per-scenario Python on the hot path.
+
+A window is planned from the store's ``class_*`` columns alone (one vectorized pass), into
+exactly the batches the record-by-record ``Planner`` would make (each bucket's positions in
+order, cut every ``batch_size``), and each batch is decoded from the window's Arrow table by
+``store_columns.decode_batch``: a ``take`` and a reshape per field. Its infos travel as an
+Arrow table, so the result writer builds its shard from whole columns too. A batch whose
+decode or vectorized checks fail is rebuilt record by record, which names every bad
+scenario as a failed row (the campaign goes on).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from drivesim.core.validate import ScenarioError
+from drivesim.pipeline.ledger import Ledger, PlannedBatch
+from drivesim.pipeline.plan import HostWork, Planner, PlanSettings, _load, _ok
+from drivesim.pipeline.timing import Stopwatch
+from drivesim.scenarios.sources import StoreSource
+from drivesim.scenarios.store_columns import decode_batch, read_span
+
+
+def planner_for(source, directory, settings: PlanSettings, positions: range) -> Planner:
+    """The loader stage of a campaign: columnar for a (current-schema) store source, else
+    the record-by-record Planner."""
+    if isinstance(source, StoreSource) and hasattr(source.store, "bucket_keys"):
+        return ColumnarPlanner(source, directory, settings, positions)
+    return Planner(source, directory, settings, positions)
+
+
+def plan_window(keys: np.ndarray, start: int, batch_size: int) -> list[PlannedBatch]:
+    """Batches of a window whose rows (positions start..) have bucket ``keys`` (n, 4): every
+    bucket's positions in order, cut every ``batch_size``; full batches in the order they fill,
+    then the partial ones by first position (the order of the record planner)."""
+    if len(keys) == 0:
+        return []
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    planned = []
+    for k in range(len(uniq)):
+        pos = start + np.flatnonzero(inverse == k)
+        for i in range(0, len(pos), batch_size):
+            chunk = pos[i : i + batch_size]
+            order = (0, int(chunk[-1])) if len(chunk) == batch_size else (1, int(chunk[0]))
+            planned.append((order, PlannedBatch(int(chunk[0]), tuple(chunk.tolist()), int(uniq[k][0]))))
+    return [batch for _, batch in sorted(planned, key=lambda item: item[0])]
+
+
+class ColumnarPlanner(Planner):
+    """Planner over a StoreSource: windows planned from bucket columns, batches decoded from
+    whole columns (one window's Arrow table in memory at a time)."""
+
+    def __call__(self, stop: threading.Event):
+        store = self.source.store
+        keys = store.bucket_keys().stacked()
+        ledger = Ledger(self.directory)
+        try:
+            for window_id, start, stop_pos in self.windows():
+                if stop.is_set():
+                    return
+                plan = None
+                if ledger.window_planned(window_id):
+                    batches = ledger.open_batches(window_id)
+                else:
+                    plan = plan_window(keys[start:stop_pos], start, self.settings.batch_size)
+                    done = ledger.done_ids(window_id)
+                    batches = [b for b in plan if b.batch_id not in done]
+                    for batch in batches:
+                        ledger.record_batch(window_id, batch)
+                if batches:
+                    yield from self._window(store, start, stop_pos, batches, stop)
+                if plan is not None and not stop.is_set():
+                    ledger.record_plan(window_id, window_id, stop_pos, plan)
+        finally:
+            ledger.close()
+
+    def _window(self, store, start: int, stop_pos: int, batches: list[PlannedBatch], stop):
+        """(batch id, HostWork) of each batch of one window, decoded from one read."""
+        with Stopwatch() as read:
+            table = read_span(store, start, stop_pos)
+        spent = read.seconds
+        for batch in batches:
+            if stop.is_set():
+                return
+            with Stopwatch() as sw:
+                work = self._columns(table, start, batch)
+            work.load_s = sw.seconds + spent
+            spent = 0.0
+            yield work.batch_id, work
+
+    def _columns(self, table, start: int, batch: PlannedBatch) -> HostWork:
+        """HostWork of one batch from the window table; record by record if that fails."""
+        positions = np.asarray(batch.positions, np.int64)
+        if batch.size_class:
+            try:
+                scenario, infos = decode_batch(
+                    table, positions - start, positions, self.settings.padded_batch, str(self.source.path)
+                )
+                return HostWork(batch.batch_id, batch.size_class, scenario, infos, [])
+            except ScenarioError:
+                pass  # the record path names each bad scenario
+        loaded = [_load(self.source, int(p), self.validated) for p in positions]
+        pairs = [(int(p), item[0] if _ok(item) else item) for p, item in zip(positions, loaded, strict=True)]
+        return self._build(batch, pairs)

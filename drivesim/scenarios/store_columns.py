@@ -1,0 +1,167 @@
+"""Whole-column reads of a scenario store: bucket keys of every row, and a batch of one
+bucket decoded straight into stacked (B, ...) arrays.
+
+A store (schema version 2) keeps each row padded to its bucket, so the rows of one bucket
+have equal list lengths and a batch is ``take(rows)`` on the Arrow columns followed by one
+``reshape`` per field: no per-row Python objects. The result equals
+``batching.stack_bucket`` of the same records bit for bit (padding scenarios up to
+``padded_batch`` copy the first row with valid=False and scenario_id=-1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from drivesim.core.types import AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
+from drivesim.core.validate import ScenarioError
+from drivesim.scenarios.store import CLASS_COLUMNS, FIELDS, column_name, field_shape
+
+INFO_COLUMNS = ("family", "source", "name")
+
+
+@dataclass(frozen=True)
+class BucketColumns:
+    """The bucket of every store row, as (R,) int32 arrays (log: -1 for rows without a log)."""
+
+    agents: np.ndarray
+    lanes: np.ndarray
+    points: np.ndarray
+    log: np.ndarray
+
+    def stacked(self) -> np.ndarray:
+        """(R, 4) int32: agents, lanes, points, log classes per row."""
+        return np.stack([self.agents, self.lanes, self.points, self.log], axis=1)
+
+
+def bucket_columns(store) -> BucketColumns:
+    """Read only the ``class_*`` columns of ``store`` (a ScenarioStore)."""
+    table = store.reader().read(columns=list(CLASS_COLUMNS))
+    cols = [table.column(n).to_numpy(zero_copy_only=False) for n in CLASS_COLUMNS]
+    log = table.column("class_log").fill_null(-1).to_numpy(zero_copy_only=False)
+    return BucketColumns(*(np.asarray(c, np.int32) for c in cols[:3]), np.asarray(log, np.int32))
+
+
+def read_span(store, lo: int, hi: int) -> pa.Table:
+    """Rows lo..hi-1 of ``store`` as one Arrow table (this thread's reader)."""
+    groups = store.row_groups(lo, hi)
+    table = store.reader().read_row_groups(list(groups))
+    first = store.row_group_start(groups[0])
+    return table.slice(lo - first, hi - lo)
+
+
+def read_batch(store, positions, padded_batch: int | None = None):
+    """(Scenario, infos) of store rows ``positions`` (one bucket): see ``decode_batch``."""
+    positions = np.asarray(positions, np.int64)
+    lo, hi = int(positions.min()), int(positions.max()) + 1
+    return decode_batch(read_span(store, lo, hi), positions - lo, positions, padded_batch, str(store.path))
+
+
+def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, where: str = ""):
+    """Stacked Scenario of ``table`` rows ``rows`` (all of one bucket) and their infos.
+
+    Returns (scenario with leading axis max(len(rows), padded_batch), infos table with columns
+    scenario_id (= ``positions``), family, source, name, num_agents (valid agents),
+    size_class). ScenarioError (naming ``where`` and the column) when the rows do not share a
+    bucket, a list does not fill its shape, or a vectorized check of the values fails.
+    """
+    t = table.take(pa.array(np.asarray(rows, np.int64)))
+    b = t.num_rows
+    key = _common_key(t, where)
+    dims = dict(zip(("N", "L", "P", "T"), key, strict=True))
+    total = max(b, padded_batch or 0)
+    leaves = {}
+    for path, dtype, shape in FIELDS:
+        name = column_name(path)
+        col = t.column(name).combine_chunks()
+        if shape == ():
+            leaves[path] = _pad_rows(col.to_numpy(zero_copy_only=False).astype(dtype), total, path)
+            continue
+        if path.startswith("log.") and dims["T"] is None:
+            continue
+        full = field_shape(shape, dims)
+        size = int(np.prod(full))
+        lengths = np.diff(col.offsets.to_numpy())
+        if col.null_count or not np.all(lengths == size):
+            raise ScenarioError(f"a row's list does not fill shape {full}", path=where, field=name)
+        values = col.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+        leaves[path] = _pad_rows(values.reshape(b, *full), total, path)
+    scenario = _scenario(leaves)
+    _check(scenario, b, where)
+    infos = pa.table(
+        {
+            "scenario_id": pa.array(np.asarray(positions, np.int64)),
+            **{k: t.column(k).combine_chunks() for k in INFO_COLUMNS},
+            "num_agents": pa.array(scenario.agents.valid[:b].sum(axis=1).astype(np.int32)),
+            "size_class": pa.array(np.full(b, key[0], np.int32)),
+        }
+    )
+    return scenario, infos
+
+
+def _common_key(t: pa.Table, where: str) -> tuple:
+    """(agents, lanes, points, log or None) shared by every row; ScenarioError otherwise."""
+    key = []
+    for name in CLASS_COLUMNS:
+        col = t.column(name)
+        values = np.unique(col.fill_null(-1).to_numpy(zero_copy_only=False))
+        if len(values) != 1:
+            raise ScenarioError(
+                f"rows of one batch have different buckets {values.tolist()}", path=where, field=name
+            )
+        key.append(None if values[0] == -1 else int(values[0]))
+    if None in key[:3]:
+        raise ScenarioError("missing bucket class", path=where, field="class_agents")
+    return tuple(key)
+
+
+def _pad_rows(values: np.ndarray, total: int, path: str) -> np.ndarray:
+    """values (b, ...) extended to ``total`` rows: padding scenarios copy row 0, except
+    scenario_id -1 and valid False (as batching.stack_bucket)."""
+    b = values.shape[0]
+    if total == b:
+        return values
+    out = np.empty((total, *values.shape[1:]), values.dtype)
+    out[:b] = values
+    out[b:] = {"scenario_id": -1, "valid": False}.get(path, values[0])
+    return out
+
+
+def _scenario(leaves: dict) -> Scenario:
+    pick = lambda prefix: {p.split(".", 1)[1]: v for p, v in leaves.items() if p.startswith(prefix)}  # noqa: E731
+    logs = pick("log.")
+    return Scenario(
+        agents=AgentState(**pick("agents.")),
+        idm=IDMParams(**pick("idm.")),
+        stop_s=leaves["stop_s"],
+        road=RoadMap(**pick("road.")),
+        ego_index=leaves["ego_index"],
+        episode_length=leaves["episode_length"],
+        scenario_id=leaves["scenario_id"],
+        valid=leaves["valid"],
+        log=LogTrajectory(**logs) if logs else None,
+    )
+
+
+def _check(sc: Scenario, b: int, where: str) -> None:
+    """Vectorized validation of the first ``b`` rows (validate_scenario's value checks)."""
+    ag = sc.agents
+    valid = ag.valid[:b]
+    fail = lambda field, reason: ScenarioError(reason, path=where, field=field)  # noqa: E731
+    if not np.all(valid.any(axis=1)):
+        raise fail("agents.valid", "zero agents (a scenario has no valid agent)")
+    ego = sc.ego_index[:b]
+    n = valid.shape[1]
+    if np.any((ego < 0) | (ego >= n)) or not np.all(valid[np.arange(b), np.clip(ego, 0, n - 1)]):
+        raise fail("ego_index", "ego index is not a valid agent slot")
+    for name in ("x", "y", "heading", "speed", "accel", "length", "width"):
+        if not np.all(np.isfinite(getattr(ag, name)[:b][valid])):
+            raise fail(f"agents.{name}", "non-finite value (NaN or Inf)")
+    if np.any(ag.length[:b][valid] <= 0) or np.any(ag.width[:b][valid] <= 0):
+        raise fail("agents.length/width", "box size must be > 0")
+    if not np.all(np.isfinite(sc.road.centers[:b])):
+        raise fail("road.centers", "non-finite lane point")
+    if np.any(sc.episode_length[:b] < 1):
+        raise fail("episode_length", "episode length must be >= 1")
