@@ -182,19 +182,37 @@ def register(app: typer.Typer) -> None:
 
         table = results.query(directory, sql)
         if json_out:
+            from drivesim.report.strict_json import dumps
+
             for row in table.to_pylist():
-                typer.echo(json.dumps(row, default=str))
+                typer.echo(dumps(row))
             return
         _print_table(table)
 
     @app.command()
-    def summary(directory: Annotated[pathlib.Path, typer.Argument(help="Campaign directory.")]) -> None:
-        """Print headline figures of a campaign: collision/off-road rates, progress, TTC, throughput."""
+    def summary(
+        directory: Annotated[pathlib.Path, typer.Argument(help="Campaign directory.")],
+        json_out: Annotated[
+            bool, typer.Option("--json", help="Print one JSON object instead of tables.")
+        ] = False,
+    ) -> None:
+        """Print headline figures of a campaign: collision/off-road rates, progress, TTC, throughput,
+        and every run session."""
         from rich.console import Console
 
-        from drivesim.pipeline.summary import campaign_summary, summary_table
+        from drivesim.pipeline.sessions import read_sessions
+        from drivesim.pipeline.summary import campaign_summary, sessions_table, summary_table
 
-        Console().print(summary_table(campaign_summary(directory)))
+        figures = campaign_summary(directory) | {"sessions": read_sessions(directory)}
+        if json_out:
+            from drivesim.report.strict_json import dumps
+
+            typer.echo(dumps(figures))
+            return
+        console = Console(width=min(Console().width, 80))
+        console.print(summary_table(figures))
+        if figures["sessions"]:
+            console.print(sessions_table(figures["sessions"]))
 
 
 def _print_table(table) -> None:

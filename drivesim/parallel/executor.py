@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import math
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +55,14 @@ DEFAULT_CPU_BUDGET = 2 << 30  # bytes for chunk="auto" where devices report no m
 _COMPILED: dict = {}
 _COMPILE_LOCK = threading.Lock()
 _CACHE_SIZE = 64
+_COMPILE_SECONDS = [0.0, 0]  # seconds spent in lower().compile(), compilations (this process)
+
+
+def compile_totals() -> tuple[float, int]:
+    """(seconds, count) of the executor's compilations so far in this process; the difference
+    around a dispatch is the compile time that dispatch waited for."""
+    with _COMPILE_LOCK:
+        return _COMPILE_SECONDS[0], _COMPILE_SECONDS[1]
 
 
 @dataclass(frozen=True)
@@ -251,7 +260,10 @@ class Executor:
                 with warnings.catch_warnings():
                     # CPU (and metric-only outputs) cannot reuse donated buffers; they are freed anyway.
                     warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+                    start = time.perf_counter()
                     _COMPILED[sig] = program.lower(chunk, policy).compile()
+                    _COMPILE_SECONDS[0] += time.perf_counter() - start
+                    _COMPILE_SECONDS[1] += 1
             return _COMPILED[sig]
 
     # ---- devices -> host -----------------------------------------------------------------

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field, replace
 import jax
 
 from drivesim.core.types import SimConfig
+from drivesim.parallel.executor import compile_totals
 from drivesim.pipeline import results as res
+from drivesim.pipeline import sessions
 from drivesim.pipeline import sources as src
 from drivesim.pipeline.config import (
     CONFIG_NAME,
@@ -76,6 +78,7 @@ class _Launch:
     result: object | None
     dispatched: float  # perf_counter at dispatch
     wall_start: float = field(default_factory=time.time)
+    compile_s: float = 0.0  # compilation the dispatch waited for (new shapes only)
 
 
 @dataclass
@@ -199,10 +202,12 @@ class _Runner:
         """Dispatch a device batch (asynchronous); a dispatch error is retried by _collect."""
         launch = _Launch(dwork, None, time.perf_counter())
         if dwork.dbatch is not None:
+            before = compile_totals()[0]
             try:
                 launch.result = self.device.run(dwork.dbatch)
             except Exception:  # noqa: BLE001 - _collect retries the batch from its host copy
                 launch.result = None
+            launch.compile_s = compile_totals()[0] - before
         return launch
 
     def _collect(self, launch: _Launch) -> _Outcome:
@@ -210,22 +215,27 @@ class _Runner:
         the host batch up to ``config.retries`` times, then the batch is recorded as failed."""
         dwork = launch.dwork
         work = dwork.host
-        phases = PhaseTimes(load_s=work.load_s, h2d_s=dwork.h2d_s, wall_start=launch.wall_start)
+        phases = PhaseTimes(
+            load_s=work.load_s, h2d_s=dwork.h2d_s, wall_start=launch.wall_start, compile_s=launch.compile_s
+        )
         if dwork.dbatch is None:
             return _Outcome(work, None, phases)
         error = None
         for attempt in range(self.config.retries + 1):
             try:
                 if attempt > 0 or launch.result is None:
+                    before = compile_totals()[0]
                     launch.dispatched = time.perf_counter()
                     launch.result = self.device.run(self.device.put(work.scenario))
+                    launch.compile_s = compile_totals()[0] - before
+                    phases.compile_s += launch.compile_s
                 block(launch.result)
                 ready = time.perf_counter()
                 with Stopwatch() as d2h:
                     metrics = self.device.fetch(launch.result, len(work.infos))
                 # batches queue on the devices: this one started when dispatched or when the
                 # previous one was ready, whichever came later
-                phases.compute_s = ready - max(launch.dispatched, self._last_ready)
+                phases.compute_s = ready - max(launch.dispatched + launch.compile_s, self._last_ready)
                 phases.d2h_s, self._last_ready = d2h.seconds, ready
                 return _Outcome(work, metrics, phases)
             except Exception as exc:  # noqa: BLE001 - a failing batch is recorded, the campaign goes on
@@ -277,6 +287,9 @@ class _Runner:
 
     def _write_meta(self, ledger: Ledger) -> None:
         devices = jax.devices()[: self.device.num_devices]
+        kinds = [d.device_kind for d in devices]
+        self.session = sessions.record_start(self.directory, self.config.backend, kinds, self.process_index)
+        first = {} if "started_at" in ledger.meta() else {"started_at": str(time.time())}
         ledger.set_meta(
             machine=platform.node() + " " + platform.machine(),
             devices=json.dumps([d.device_kind for d in devices]),
@@ -284,7 +297,7 @@ class _Runner:
             backend=self.config.backend,
             device_count=str(self.device.num_devices),
             workload=_describe(self.source),
-            started_at=str(time.time()),
+            **first,  # the campaign's first start; every session is in sessions.jsonl
         )
 
     def _finish(self) -> CampaignResult:
@@ -292,6 +305,8 @@ class _Runner:
         elapsed = time.perf_counter() - self.start
         with Ledger(self.directory) as ledger:
             ledger.set_meta(finished_at=str(time.time()))
+        rate = self.counts["this_run"] / elapsed if elapsed > 0 else 0.0
+        sessions.record_end(self.directory, self.session, self.counts["this_run"], rate)
         return CampaignResult(
             self.directory,
             len(self.positions),
