@@ -279,6 +279,14 @@ def _start_server(directory, console):
 
 def _write_dashboard(directory, console) -> None:
     try:
+        from drivesim.report.worst import write_worst_viewers
+
+        viewers = write_worst_viewers(directory)
+        if viewers:
+            console.print(f"viewers of the worst scenarios: {pathlib.Path(viewers[0]).parent}")
+    except Exception as exc:  # noqa: BLE001 - the dashboard links `drivesim show` commands instead
+        console.print(f"[yellow]scenario viewers not written ({type(exc).__name__}: {exc})[/yellow]")
+    try:
         from drivesim.report.dashboard import write_dashboard
 
         path = write_dashboard(directory)

@@ -110,8 +110,8 @@ def replay(directory, scenario_id: int, policy: str | None = None) -> Replay:
 
 
 def replay_many(directory, wanted: list[tuple[int, str | None]]) -> list[Replay]:
-    """Re-simulate several scenarios; those sharing a policy and log layout run as one padded
-    batch (one compilation)."""
+    """Re-simulate several scenarios: those with the same log layout are padded to one shape
+    and run as one batch per policy (one compilation for every policy of a sweep)."""
     from drivesim.core.types import SimConfig
     from drivesim.pipeline.config import policy_spec, read_config
 
@@ -124,24 +124,34 @@ def replay_many(directory, wanted: list[tuple[int, str | None]]) -> list[Replay]
         pid = pick_policy(rows, spec.names, policy)
         row = next((r for r in rows if r["policy_id"] == pid), rows[0] if rows else None)
         jobs.append((int(scenario_id), pid, row, locate(directory, int(scenario_id), rows)))
-    groups: dict[tuple, list[int]] = {}
-    for k, (_sid, pid, _row, record) in enumerate(jobs):
-        groups.setdefault((pid, record.scenario.log is not None), []).append(k)
+    groups: dict[bool, list[int]] = {}
+    for k, job in enumerate(jobs):
+        groups.setdefault(job[3].scenario.log is not None, []).append(k)
     out: list[Replay | None] = [None] * len(jobs)
-    for (pid, _), members in groups.items():
-        records = [jobs[k][3] for k in members]
-        batch, metrics, traj = _simulate([r for r in records], spec.params[pid], sim)
-        for b, k in enumerate(members):
-            sid, _, row, record = jobs[k]
-            take = lambda tree, b=b: jax.tree_util.tree_map(lambda a: np.asarray(a)[b], tree)  # noqa: E731
-            values = {n: np.asarray(v)[b].item() for n, v in vars(metrics).items()}
-            out[k] = Replay(sid, record, take(batch), pid, spec.names[pid], row, values, take(traj))
+    for members in groups.values():
+        batch = _stack([jobs[k][3] for k in members])
+        for pid in sorted({jobs[k][1] for k in members}):
+            metrics, traj = _simulate(batch, spec.params[pid], sim)
+            for b, k in enumerate(members):
+                sid, job_pid, row, record = jobs[k]
+                if job_pid != pid:
+                    continue
+                take = lambda tree, b=b: jax.tree_util.tree_map(lambda a: np.asarray(a)[b], tree)  # noqa: E731
+                values = {n: np.asarray(v)[b].item() for n, v in vars(metrics).items()}
+                out[k] = Replay(sid, record, take(batch), pid, spec.names[pid], row, values, take(traj))
     return out
 
 
-def _simulate(records, policy, sim):
-    """(padded host batch, metrics, trajectory) of records stacked to their common bucket."""
+def _simulate(batch, policy, sim):
+    """(metrics, trajectory) of a stacked host batch under one policy."""
     from drivesim.core.rollout import simulate_trajectory
+
+    metrics, traj = simulate_trajectory(batch, policy, sim)
+    return jax.device_get(metrics), jax.device_get(traj)
+
+
+def _stack(records):
+    """Records padded to their common bucket (the largest class of each dimension) and stacked."""
     from drivesim.scenarios.batching import BucketKey, bucket_key, stack_bucket
 
     keys = [bucket_key(r.scenario) for r in records]
@@ -152,9 +162,7 @@ def _simulate(records, policy, sim):
         max(k.points for k in keys),
         max(logs) if logs else None,
     )
-    batch = stack_bucket(records, key)
-    metrics, traj = simulate_trajectory(batch, policy, sim)
-    return batch, jax.device_get(metrics), jax.device_get(traj)
+    return stack_bucket(records, key)
 
 
 def render_replay(rep: Replay, dt: float = 0.1) -> str:
