@@ -12,7 +12,6 @@ data-step=K>``, agent boxes ``<polygon id="agent-I" points=...>``, JavaScript er
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from drivesim.report.blocks import esc
+from drivesim.report.strict_json import dumps
 
 DEFAULT_DT = 0.1  # SimConfig.dt [s]
 
@@ -195,19 +195,11 @@ def render(
     """The HTML page of one scenario (unbatched ``Scenario``, host or device arrays) and its
     ``Trajectory`` (S, N). ``info``: extra key/values shown above the map (e.g. the metrics)."""
     data = viewer_data(scenario, trajectory, collision_step, hit)
-    payload = json.dumps(page_data(scenario, data, dt, title, info), allow_nan=False, default=_plain)
+    payload = dumps(page_data(scenario, data, dt, title, info))
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     from drivesim.report.viewer_page import PAGE
 
     return PAGE.replace("%%TITLE%%", esc(title or "drivesim scenario")).replace("%%DATA%%", payload)
-
-
-def _plain(value):
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return str(value)
 
 
 def write_page(html: str, out: str | Path) -> Path:
