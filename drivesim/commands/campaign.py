@@ -65,7 +65,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         count: Annotated[
             int | None,
-            typer.Option(help="Scenarios to generate for synthetic sources (default: 1000; the demo: 600)."),
+            typer.Option(
+                help="Scenarios to generate for synthetic sources (default: 1000; the demo: 600, "
+                "under IDM and a tailgating IDM variant)."
+            ),
         ] = None,
         policy: Annotated[str, typer.Option(help="Ego policy: idm | constant | mlp:FILE.")] = "idm",
         sweep: Annotated[
@@ -148,7 +151,7 @@ def register(app: typer.Typer) -> None:
                 sources=tuple(source or ()),
                 count=(src.DEMO_COUNT if demo else 1000) if count is None else count,
                 policy=policy,
-                sweep=str(sweep) if sweep else None,
+                sweep=str(sweep) if sweep else (str(src.DEMO_SWEEP) if demo and policy == "idm" else None),
                 backend=backend,
                 devices=devices,
                 chunk=_chunk(chunk),

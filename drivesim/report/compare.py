@@ -4,7 +4,8 @@ An *arm* is one (campaign directory, policy) pair. Arms are compared on the scen
 share (same ``scenario_id``, status ok in both): each arm's rates (collision, off-road) with
 Wilson 95% intervals and means (progress, min TTC capped at ``TTC_CAP_S``) with t intervals;
 against the first arm (the baseline), the paired difference with its 95% interval and p-value
-(McNemar's exact test for rates, the paired t-test for means), and the scenarios whose
+(rates: McNemar's exact test and the Agresti-Min interval; means: the paired t-test and its
+t interval), and the scenarios whose
 collision outcome flips. Used by ``drivesim compare`` and the dashboard.
 """
 
@@ -114,10 +115,15 @@ def paired_rate(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, floa
 
     n = len(a)
     gained, lost = int(np.sum(b & ~a)), int(np.sum(a & ~b))
-    diff = (gained - lost) / n if n else math.nan
-    se = math.sqrt(max(gained + lost - (gained - lost) ** 2 / n, 0.0)) / n if n else math.nan
-    p = float(stats.binomtest(gained, gained + lost).pvalue) if gained + lost else 1.0
-    return diff, diff - Z95 * se, diff + Z95 * se, p
+    discordant = gained + lost
+    if not n or not discordant:
+        return (0.0, 0.0, 0.0, 1.0) if n else (math.nan, math.nan, math.nan, math.nan)
+    # Agresti-Min (2005) interval: Wald on the table with 0.5 added to every cell
+    g, lo_, m = gained + 0.5, lost + 0.5, n + 2.0
+    centre = (g - lo_) / m
+    se = math.sqrt(max(g + lo_ - (g - lo_) ** 2 / m, 0.0)) / m
+    p = float(stats.binomtest(gained, discordant).pvalue)
+    return (gained - lost) / n, centre - Z95 * se, centre + Z95 * se, p
 
 
 def paired_mean(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float]:
