@@ -194,7 +194,7 @@ def _heatmap(rows: list[dict]) -> go.Figure:
     fig.update_yaxes(autorange="reversed")
     return layout(
         fig,
-        "Policy × metric (sweep; colour: worse than the best policy beyond noise)",
+        "Policy × metric (sweep) · colour: worse than the best policy beyond noise",
         "",
         "policy",
         height=max(320, 40 + 28 * len(rows)),
