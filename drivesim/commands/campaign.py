@@ -253,6 +253,7 @@ def _run(config, live_html: bool) -> None:
     finally:
         if server is not None:
             server.stop()
+    console = Console()  # the outcome goes to stdout, progress went to stderr
     console.print(
         f"done: {result.done:,}/{result.total:,} scenarios ({result.skipped:,} from an earlier run), "
         f"{result.failed:,} failed, {result.failed_batches} batches failed; "

@@ -111,3 +111,18 @@ def test_show_replays_the_campaign_result(sweep_campaign, tmp_path):
     assert rep.metrics["progress_m"] == pytest.approx(row["progress_m"], rel=1e-5)
     missing = CliRunner().invoke(app, ["show", str(sweep_campaign), "--scenario", "999999"])
     assert missing.exit_code == 2 and "999999" in missing.output
+
+
+def test_dashboard_opens_on_worst_scenarios_with_viewers(sweep_campaign, tmp_path):
+    from drivesim.report.dashboard import write_dashboard
+    from drivesim.report.worst import worst_rows, write_worst_viewers
+
+    pages = write_worst_viewers(sweep_campaign, limit=3)
+    worst, _ = worst_rows(sweep_campaign, limit=3)
+    assert len(pages) == 3 and all(p.is_file() for p in pages)
+    html = write_dashboard(sweep_campaign).read_text(encoding="utf-8")
+    assert html.index('<section id="worst">') < html.index('<section id="throughput">')
+    first = worst[0]
+    assert f'href="viewers/scenario-{first["scenario_id"]}-p{first["policy_id"]}.html"' in html
+    assert '<section id="compare">' in html and '<section id="sessions">' in html
+    assert write_worst_viewers(sweep_campaign, limit=3) == []  # already written
