@@ -178,8 +178,8 @@ class _Runner:
             # dispatch batch k+1 before fetching batch k: the devices never wait for the host
             for _batch_id, work in stage:
                 launched = self._launch(work)
-                if inflight is not None:
-                    writer.submit(self._collect(inflight))
+                if inflight is not None:  # its wait included the next batch's compile, if any
+                    writer.submit(self._collect(inflight, hidden_s=launched.compile_s))
                 inflight = launched
                 self._drain()
             if inflight is not None:
@@ -210,9 +210,11 @@ class _Runner:
             launch.compile_s = compile_totals()[0] - before
         return launch
 
-    def _collect(self, launch: _Launch) -> _Outcome:
+    def _collect(self, launch: _Launch, hidden_s: float = 0.0) -> _Outcome:
         """Wait for a launched batch and fetch its metrics; a failed attempt is redone from
-        the host batch up to ``config.retries`` times, then the batch is recorded as failed."""
+        the host batch up to ``config.retries`` times, then the batch is recorded as failed.
+        hidden_s: host seconds spent compiling the next batch after this one was dispatched
+        (the devices may have finished meanwhile; not counted as this batch's compute)."""
         dwork = launch.dwork
         work = dwork.host
         phases = PhaseTimes(
@@ -235,7 +237,8 @@ class _Runner:
                     metrics = self.device.fetch(launch.result, len(work.infos))
                 # batches queue on the devices: this one started when dispatched or when the
                 # previous one was ready, whichever came later
-                phases.compute_s = ready - max(launch.dispatched + launch.compile_s, self._last_ready)
+                started = max(launch.dispatched + launch.compile_s, self._last_ready)
+                phases.compute_s = max(0.0, ready - started - (hidden_s if attempt == 0 else 0.0))
                 phases.d2h_s, self._last_ready = d2h.seconds, ready
                 return _Outcome(work, metrics, phases)
             except Exception as exc:  # noqa: BLE001 - a failing batch is recorded, the campaign goes on

@@ -54,6 +54,7 @@ def test_sessions_survive_a_resume(sweep_campaign):
     assert started == pytest.approx(sessions[0]["started"], abs=5.0)  # not the resume's start
     compile_s = [r[0] for r in con.execute("SELECT compile_s FROM phases")]
     assert compile_s and all(c is not None for c in compile_s)
+    assert max(compile_s) > 0  # this shape (8 agents, 30 steps, 2 policies) compiled here first
 
 
 def test_summary_json_is_strict_and_fits_80_columns(sweep_campaign):
