@@ -199,8 +199,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--json", help="Print one JSON object instead of tables.")
         ] = False,
     ) -> None:
-        """Print headline figures of a campaign: collision/off-road rates, progress, TTC, throughput,
-        and every run session."""
+        """Print headline figures of a campaign: rates, progress, TTC, throughput, run sessions."""
         from rich.console import Console
 
         from drivesim.pipeline.sessions import read_sessions

@@ -54,8 +54,11 @@ def compare(
     ],
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
 ) -> None:
-    """Paired comparison on shared scenarios: rates and means with 95% intervals, differences
-    against the first arm with p-values, and the scenarios whose collision outcome flips."""
+    """Paired comparison of campaigns (or a sweep's policies) on their shared scenarios.
+
+    Rates and means with 95% intervals, differences against the first arm with p-values, and
+    the scenarios whose collision outcome flips.
+    """
     from drivesim.report.compare import compare_dirs, format_text
     from drivesim.report.strict_json import dumps
 
