@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from drivesim.commands import bench, campaign, engine, report, scenarios, train
+from drivesim.commands import bench, campaign, engine, inspect, report, scenarios, train
 
 app = typer.Typer(
     help="drivesim: simulate autonomous-driving scenarios by the million on every JAX device.",
@@ -23,7 +23,7 @@ def _root() -> None:
     """drivesim: simulate autonomous-driving scenarios by the million on every JAX device."""
 
 
-for module in (engine, scenarios, campaign, bench, report, train):
+for module in (engine, scenarios, campaign, bench, report, train, inspect):
     module.register(app)
 
 
@@ -34,15 +34,17 @@ def main() -> None:
     device on this engine, see drivesim.parallel.cpu_devices; XLA_FLAGS with a device count
     wins), and, since campaigns promise the same results whatever the device count, FMA-free
     CPU programs (see drivesim.parallel.determinism; about 13% slower on CPU). Set
-    DRIVESIM_ALLOW_FMA=1 to trade that guarantee for speed.
+    DRIVESIM_ALLOW_FMA=1 to trade that guarantee for speed. Compiled programs are cached
+    between runs (drivesim.parallel.compile_cache; DRIVESIM_JAX_CACHE=DIR or off).
     """
     import os
 
-    from drivesim.parallel import cpu_devices, determinism
+    from drivesim.parallel import compile_cache, cpu_devices, determinism
 
     cpu_devices.enable()
     if os.environ.get("DRIVESIM_ALLOW_FMA") != "1":
         determinism.enable()
+    compile_cache.enable()  # persistent compilation cache (DRIVESIM_JAX_CACHE=off: none)
     app()
 
 

@@ -8,6 +8,8 @@ time, so the verdict is the category with the largest share of the measured time
 - transfer-bound: ``h2d`` + ``d2h`` (host <-> device copies)
 - compute-bound: ``compute`` (the devices; the healthy state)
 - host-bound: ``write`` plus wall time no phase accounts for (dispatch, Python, locks)
+- compile-bound: ``compile`` (first-of-shape XLA compilations; a warm persistent compilation
+  cache or fewer size classes remove it)
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from dataclasses import dataclass
 
 # The per-batch phases, in pipeline order: the ``<phase>_s`` fields of
 # drivesim.pipeline.timing.PhaseTimes and columns of the ledger's ``phases`` table.
-PHASES = ("load", "h2d", "compute", "d2h", "write")
+PHASES = ("load", "h2d", "compute", "d2h", "write", "compile")
 CATEGORIES = {
     "input-bound": ("load",),
     "transfer-bound": ("h2d", "d2h"),
     "compute-bound": ("compute",),
     "host-bound": ("write", "other"),
+    "compile-bound": ("compile",),
 }
 
 
@@ -35,10 +38,12 @@ class PhaseTotals:
     compute: float = 0.0
     d2h: float = 0.0
     write: float = 0.0
+    compile: float = 0.0
     wall: float | None = None
     batches: int = 0
     scenarios: int = 0
     loader_threads: int = 1
+    compiles: int = 0
 
     @property
     def other(self) -> float:
@@ -75,8 +80,14 @@ def totals_from_rows(rows: list[dict], loader_threads: int = 1) -> PhaseTotals:
     ends = [r["wall_end"] for r in rows if r.get("wall_end") is not None]
     wall = (max(ends) - min(starts)) if starts and ends else None
     scenarios = sum(int(r.get("num_scenarios") or 0) for r in rows)
+    compiles = sum(1 for r in rows if float(r.get("compile_s") or 0.0) > 0.0)
     return PhaseTotals(
-        **sums, wall=wall, batches=len(rows), scenarios=scenarios, loader_threads=loader_threads
+        **sums,
+        wall=wall,
+        batches=len(rows),
+        scenarios=scenarios,
+        loader_threads=loader_threads,
+        compiles=compiles,
     )
 
 
@@ -90,6 +101,12 @@ def shares(totals: PhaseTotals) -> dict:
 
 def _recommend(kind: str, totals: PhaseTotals, share: float) -> str:
     pct = f"{100 * share:.0f}%"
+    if kind == "compile-bound":
+        return (
+            f"compile-bound: {totals.compiles} shapes compiled in {totals.compile:.1f} s ({pct}); "
+            "use the compilation cache (on by default, DRIVESIM_JAX_CACHE; a second run of the "
+            "same shapes skips compiling) / fewer size classes (--agents N)"
+        )
     if kind == "input-bound":
         return (
             f"loading takes {pct} of the time: add loader threads, raise the prefetch depth, "

@@ -69,7 +69,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         count: Annotated[
             int | None,
-            typer.Option(help="Scenarios to generate for synthetic sources (default: 1000; the demo: 600)."),
+            typer.Option(
+                help="Scenarios to generate for synthetic sources (default: 1000; the demo: 600, "
+                "under IDM and a tailgating IDM variant)."
+            ),
         ] = None,
         policy: Annotated[
             str,
@@ -166,7 +169,7 @@ def register(app: typer.Typer) -> None:
                 sources=tuple(source or ()),
                 count=(src.DEMO_COUNT if demo else 1000) if count is None else count,
                 policy=policy,
-                sweep=str(sweep) if sweep else None,
+                sweep=str(sweep) if sweep else (str(src.DEMO_SWEEP) if demo and policy == "idm" else None),
                 backend=backend,
                 devices=devices,
                 chunk=_chunk(chunk),
@@ -201,19 +204,36 @@ def register(app: typer.Typer) -> None:
 
         table = results.query(directory, sql)
         if json_out:
+            from drivesim.report.strict_json import dumps
+
             for row in table.to_pylist():
-                typer.echo(json.dumps(row, default=str))
+                typer.echo(dumps(row))
             return
         _print_table(table)
 
     @app.command()
-    def summary(directory: Annotated[pathlib.Path, typer.Argument(help="Campaign directory.")]) -> None:
-        """Print headline figures of a campaign: collision/off-road rates, progress, TTC, throughput."""
+    def summary(
+        directory: Annotated[pathlib.Path, typer.Argument(help="Campaign directory.")],
+        json_out: Annotated[
+            bool, typer.Option("--json", help="Print one JSON object instead of tables.")
+        ] = False,
+    ) -> None:
+        """Print headline figures of a campaign: rates, progress, TTC, throughput, run sessions."""
         from rich.console import Console
 
-        from drivesim.pipeline.summary import campaign_summary, summary_table
+        from drivesim.pipeline.sessions import read_sessions
+        from drivesim.pipeline.summary import campaign_summary, sessions_table, summary_table
 
-        Console().print(summary_table(campaign_summary(directory)))
+        figures = campaign_summary(directory) | {"sessions": read_sessions(directory)}
+        if json_out:
+            from drivesim.report.strict_json import dumps
+
+            typer.echo(dumps(figures))
+            return
+        console = Console(width=min(Console().width, 80))
+        console.print(summary_table(figures))
+        if figures["sessions"]:
+            console.print(sessions_table(figures["sessions"]))
 
 
 def _print_table(table) -> None:
@@ -254,6 +274,7 @@ def _run(config, live_html: bool) -> None:
     finally:
         if server is not None:
             server.stop()
+    console = Console()  # the outcome goes to stdout, progress went to stderr
     console.print(
         f"done: {result.done:,}/{result.total:,} scenarios ({result.skipped:,} from an earlier run), "
         f"{result.failed:,} failed, {result.failed_batches} batches failed; "
@@ -294,6 +315,14 @@ def _start_server(directory, console):
 
 
 def _write_dashboard(directory, console) -> None:
+    try:
+        from drivesim.report.worst import write_worst_viewers
+
+        viewers = write_worst_viewers(directory)
+        if viewers:
+            console.print(f"viewers of the worst scenarios: {pathlib.Path(viewers[0]).parent}")
+    except Exception as exc:  # noqa: BLE001 - the dashboard links `drivesim show` commands instead
+        console.print(f"[yellow]scenario viewers not written ({type(exc).__name__}: {exc})[/yellow]")
     try:
         from drivesim.report.dashboard import write_dashboard
 

@@ -10,17 +10,33 @@ import typer
 
 DirArg = Annotated[Path, typer.Argument(help="Campaign directory (or a bench/scale output directory).")]
 OutOpt = Annotated[Path | None, typer.Option(help="Where to write the HTML (default DIR/dashboard.html).")]
+ViewersOpt = Annotated[
+    bool, typer.Option(help="Also write the viewer pages of the worst scenarios (re-simulates them).")
+]
 ServeOpt = Annotated[bool, typer.Option(help="Also serve it on 127.0.0.1, refreshed as results land.")]
 PortOpt = Annotated[int, typer.Option(help="Port for --serve (0: a free port, printed).")]
 
 
-def report(directory: DirArg, out: OutOpt = None, serve: ServeOpt = False, port: PortOpt = 0) -> None:
+def report(
+    directory: DirArg,
+    out: OutOpt = None,
+    serve: ServeOpt = False,
+    port: PortOpt = 0,
+    viewers: ViewersOpt = True,
+) -> None:
     """Write a self-contained HTML dashboard (plotly embedded, works offline) of a campaign."""
     from drivesim.report.dashboard import write_dashboard
 
     if not directory.is_dir():
         typer.echo(f"drivesim report: {directory} is not a directory", err=True)
         raise typer.Exit(2)
+    if viewers and (directory / "campaign.toml").is_file() and (directory / "results").is_dir():
+        from drivesim.report.worst import write_worst_viewers
+
+        try:
+            write_worst_viewers(directory)
+        except Exception as exc:  # noqa: BLE001 - the dashboard links `drivesim show` commands instead
+            typer.echo(f"scenario viewers not written ({type(exc).__name__}: {exc})", err=True)
     path = write_dashboard(directory, out)
     typer.echo(f"dashboard written to {path} ({path.stat().st_size / 2**20:.1f} MiB)")
     if serve:

@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import math
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -132,6 +133,7 @@ class Executor:
         self._lock = threading.RLock()
         self._auto_chunk: dict = {}
         self._programs = ProgramCache(PROGRAM_CACHE_SIZE)
+        self.compile_seconds = 0.0  # seconds this executor spent in lower().compile()
         self._use(select_devices(config.devices))
 
     # ---- devices -------------------------------------------------------------------
@@ -241,14 +243,17 @@ class Executor:
         device set, kept in its bounded cache; ``chunk`` may hold ShapeDtypeStructs)."""
         key = ProgramKey(self.config.backend, sweep, self.config.donate)
         ids = tuple(d.id for d in self.devices)
-        sig = (key, ids, _signature(chunk), _signature(policy))
+        sig = (key, ids, self.sim, _signature(chunk), _signature(policy))
 
         def build():
             program = build_program(key, self.mesh, self.sim)
             with warnings.catch_warnings():
                 # CPU (and metric-only outputs) cannot reuse donated buffers; they are freed anyway.
                 warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
-                return program.lower(chunk, policy).compile()
+                start = time.perf_counter()
+                compiled = program.lower(chunk, policy).compile()
+                self.compile_seconds += time.perf_counter() - start
+                return compiled
 
         return self._programs.get(sig, build)
 

@@ -26,6 +26,7 @@ import jax
 from drivesim.core.types import SimConfig
 from drivesim.parallel.memory import host_rss
 from drivesim.pipeline import results as res
+from drivesim.pipeline import sessions
 from drivesim.pipeline import sources as src
 from drivesim.pipeline.columnar import planner_for
 from drivesim.pipeline.config import (
@@ -80,6 +81,7 @@ class _Launch:
     result: object | None
     dispatched: float  # perf_counter at dispatch
     wall_start: float = field(default_factory=time.time)
+    compile_s: float = 0.0  # compilation the dispatch waited for (new shapes only)
 
 
 @dataclass
@@ -181,8 +183,8 @@ class _Runner:
             for _batch_id, work in stage:
                 self.watchdog.beat()
                 launched = self._launch(work)
-                if inflight is not None:
-                    writer.submit(self._collect(inflight))
+                if inflight is not None:  # its wait included the next batch's compile, if any
+                    writer.submit(self._collect(inflight, hidden_s=launched.compile_s))
                 inflight = launched
                 self._drain()
             if inflight is not None:
@@ -205,33 +207,43 @@ class _Runner:
         """Dispatch a device batch (asynchronous); a dispatch error is retried by _collect."""
         launch = _Launch(dwork, None, time.perf_counter())
         if dwork.dbatch is not None:
+            before = self.device.executor.compile_seconds
             try:
                 launch.result = self.device.run(dwork.dbatch)
             except Exception:  # noqa: BLE001 - _collect retries the batch from its host copy
                 launch.result = None
+            launch.compile_s = self.device.executor.compile_seconds - before
         return launch
 
-    def _collect(self, launch: _Launch) -> _Outcome:
+    def _collect(self, launch: _Launch, hidden_s: float = 0.0) -> _Outcome:
         """Wait for a launched batch and fetch its metrics; a failed attempt is redone from
-        the host batch up to ``config.retries`` times, then the batch is recorded as failed."""
+        the host batch up to ``config.retries`` times, then the batch is recorded as failed.
+        hidden_s: host seconds spent compiling the next batch after this one was dispatched
+        (the devices may have finished meanwhile; not counted as this batch's compute)."""
         dwork = launch.dwork
         work = dwork.host
-        phases = PhaseTimes(load_s=work.load_s, h2d_s=dwork.h2d_s, wall_start=launch.wall_start)
+        phases = PhaseTimes(
+            load_s=work.load_s, h2d_s=dwork.h2d_s, wall_start=launch.wall_start, compile_s=launch.compile_s
+        )
         if dwork.dbatch is None:
             return _Outcome(work, None, phases)
         error = None
         for attempt in range(self.config.retries + 1):
             try:
                 if attempt > 0 or launch.result is None:
+                    before = self.device.executor.compile_seconds
                     launch.dispatched = time.perf_counter()
                     launch.result = self.device.run(self.device.put(work.scenario))
+                    launch.compile_s = self.device.executor.compile_seconds - before
+                    phases.compile_s += launch.compile_s
                 block(launch.result)
                 ready = time.perf_counter()
                 with Stopwatch() as d2h:
                     metrics = self.device.fetch(launch.result, len(work.infos))
                 # batches queue on the devices: this one started when dispatched or when the
                 # previous one was ready, whichever came later
-                phases.compute_s = ready - max(launch.dispatched, self._last_ready)
+                started = max(launch.dispatched + launch.compile_s, self._last_ready)
+                phases.compute_s = max(0.0, ready - started - (hidden_s if attempt == 0 else 0.0))
                 phases.d2h_s, self._last_ready = d2h.seconds, ready
                 return _Outcome(work, metrics, phases)
             except Exception as exc:  # noqa: BLE001 - a failing batch is recorded, the campaign goes on
@@ -284,6 +296,9 @@ class _Runner:
 
     def _write_meta(self, ledger: Ledger) -> None:
         devices = jax.devices()[: self.device.num_devices]
+        kinds = [d.device_kind for d in devices]
+        self.session = sessions.record_start(self.directory, self.config.backend, kinds, self.process_index)
+        first = {} if "started_at" in ledger.meta() else {"started_at": str(time.time())}
         ledger.set_meta(
             machine=platform.node() + " " + platform.machine(),
             devices=json.dumps([d.device_kind for d in devices]),
@@ -291,7 +306,7 @@ class _Runner:
             backend=self.config.backend,
             device_count=str(self.device.num_devices),
             workload=_describe(self.source),
-            started_at=str(time.time()),
+            **first,  # the campaign's first start; every session is in sessions.jsonl
         )
 
     def _finish(self) -> CampaignResult:
@@ -299,6 +314,8 @@ class _Runner:
         elapsed = time.perf_counter() - self.start
         with Ledger(self.directory) as ledger:
             ledger.set_meta(finished_at=str(time.time()))
+        rate = self.counts["this_run"] / elapsed if elapsed > 0 else 0.0
+        sessions.record_end(self.directory, self.session, self.counts["this_run"], rate)
         return CampaignResult(
             directory=self.directory,
             total=len(self.positions),

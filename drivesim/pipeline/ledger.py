@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS phases(
     batch_id INTEGER PRIMARY KEY, num_scenarios INTEGER, size_class INTEGER, wall_start REAL,
     wall_end REAL, load_s REAL, h2d_s REAL, compute_s REAL, d2h_s REAL, write_s REAL,
     compiled_bytes INTEGER, device_bytes_in_use INTEGER, device_peak_bytes INTEGER,
-    host_rss_bytes INTEGER);
+    host_rss_bytes INTEGER, compile_s REAL);
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS windows(window_id INTEGER PRIMARY KEY, start INTEGER, stop INTEGER,
     num_batches INTEGER);
@@ -54,6 +54,7 @@ PHASE_COLUMNS = (
     "device_bytes_in_use",
     "device_peak_bytes",
     "host_rss_bytes",
+    "compile_s",
 )
 
 
@@ -76,6 +77,7 @@ class Ledger:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
+        _add_missing_columns(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -207,6 +209,16 @@ class Ledger:
 
     def _transaction(self):
         return _Transaction(self.conn)
+
+
+def _add_missing_columns(conn) -> None:
+    """Ledgers written before ``phases.compile_s`` existed gain the column (NULL = unknown)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(phases)")}
+    if "compile_s" not in have:
+        try:
+            conn.execute("ALTER TABLE phases ADD COLUMN compile_s REAL")
+        except sqlite3.OperationalError:  # another connection added it meanwhile
+            pass
 
 
 class _Transaction:

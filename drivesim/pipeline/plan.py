@@ -80,9 +80,11 @@ def _ok(item) -> bool:
 def _info(
     record: ScenarioRecord, position: int, size_class: int | None, agents: int | None = None
 ) -> ScenarioInfo:
-    """Descriptive row of a record (``agents``: its num_agents, when already counted)."""
+    """Descriptive row of a record (``agents``: its num_agents, when already counted). The row's
+    scenario id is the record's own (synthetic: its position; CommonRoad: crc32 of the benchmark
+    id; store: its stored id), so results join across campaigns."""
     agents = record.num_agents if agents is None else agents
-    return ScenarioInfo(position, record.family, record.source, record.name, agents, size_class)
+    return ScenarioInfo(record.scenario_id, record.family, record.source, record.name, agents, size_class)
 
 
 def batch_key(records: list[ScenarioRecord], size_class: int) -> BucketKey:

@@ -13,6 +13,8 @@ from drivesim.scenarios import sources as real
 DEMO_FAMILIES = ("highway", "merge", "intersection")
 DEMO_COUNT = 600
 DEMO_MAX_AGENTS = 32
+# IDM beside a tailgating IDM variant, so the demo's outcome charts have collisions to show
+DEMO_SWEEP = pathlib.Path(__file__).with_name("demo_sweep.toml")
 
 
 def demo_sources(root: pathlib.Path | None = None) -> tuple[tuple[str, ...], list[str]]:

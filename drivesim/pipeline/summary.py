@@ -46,8 +46,9 @@ def _throughput(directory: pathlib.Path) -> dict:
         wall = max(r["wall_end"] or 0 for r in rows) - min(r["wall_start"] or 0 for r in rows)
         out["scenarios"] = scenarios
         out["scenarios_per_s"] = scenarios / wall if wall > 0 else None
-        for phase in ("load_s", "h2d_s", "compute_s", "d2h_s", "write_s"):
-            out[phase] = sum(r[phase] or 0.0 for r in rows)
+        for phase in ("load_s", "h2d_s", "compute_s", "d2h_s", "write_s", "compile_s"):
+            out[phase] = sum(r.get(phase) or 0.0 for r in rows)
+        out["shapes_compiled"] = sum(1 for r in rows if (r.get("compile_s") or 0.0) > 0)
     return out
 
 
@@ -55,22 +56,11 @@ def summary_table(summary: dict):
     """A rich Table of :func:`campaign_summary`."""
     from rich.table import Table
 
-    table = Table(title="campaign summary")
-    columns = (
-        "policy",
-        "ok",
-        "failed",
-        "collision_rate",
-        "offroad_rate",
-        "progress_mean_m",
-        "min_ttc_p5_s",
-        "min_ttc_p50_s",
-        "min_ttc_p95_s",
-    )
-    for column in columns:
-        table.add_column(column)
+    table = Table(title="campaign summary (rates in %, TTC quantiles over finite values)")
+    for column, header in SUMMARY_COLUMNS:
+        table.add_column(header, overflow="fold", justify="left" if column == "policy" else "right")
     for row in summary["policies"]:
-        table.add_row(*[_fmt(row.get(c)) for c in columns])
+        table.add_row(*[_fmt(row.get(c), c) for c, _ in SUMMARY_COLUMNS])
     tp = summary["throughput"]
     if tp:
         rate = tp.get("scenarios_per_s")
@@ -79,12 +69,57 @@ def summary_table(summary: dict):
             f"failed {tp['batches_failed']}; throughput "
             f"{'n/a' if rate is None else f'{rate:,.1f}'} scenarios/s"
         )
+        if tp.get("compile_s"):
+            table.caption += f"; {tp['shapes_compiled']} shapes compiled in {tp['compile_s']:.1f} s"
     return table
 
 
-def _fmt(value) -> str:
+# (summary key, short header): the table fits 80 columns
+SUMMARY_COLUMNS = (
+    ("policy", "policy"),
+    ("ok", "ok"),
+    ("failed", "fail"),
+    ("collision_rate", "coll%"),
+    ("offroad_rate", "off%"),
+    ("progress_mean_m", "prog m"),
+    ("min_ttc_p5_s", "ttc p5"),
+    ("min_ttc_p50_s", "ttc p50"),
+    ("min_ttc_p95_s", "ttc p95"),
+)
+
+
+def sessions_table(sessions: list[dict]):
+    """A rich Table of the run sessions (drivesim.pipeline.sessions.read_sessions)."""
+    import datetime as dt
+
+    from rich.table import Table
+
+    def when(stamp) -> str:
+        if stamp is None:
+            return "-"
+        return dt.datetime.fromtimestamp(float(stamp), dt.UTC).strftime("%m-%d %H:%M:%S")
+
+    table = Table(title="run sessions (UTC)")
+    for header in ("started", "ended", "backend", "devices", "done", "scen/s"):
+        table.add_column(header, justify="right")
+    for s in sessions:
+        ended = "interrupted" if s.get("interrupted") else when(s.get("ended"))
+        table.add_row(
+            when(s.get("started")),
+            ended,
+            str(s.get("backend") or "-"),
+            str(s.get("device_count") or "-"),
+            _fmt(s.get("done_this_run")),
+            _fmt(s.get("scenarios_per_s")),
+        )
+    return table
+
+
+def _fmt(value, column: str = "") -> str:
     if value is None:
         return "-"
+    if column.endswith("_rate") and isinstance(value, (int, float)):
+        return f"{100 * value:.2f}"
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)

@@ -3,8 +3,10 @@
 Every batch is timed in five phases: ``load_s`` (read/generate, validate, pad, stack on the
 host, measured in the loader thread), ``h2d_s`` (device_put until the arrays are ready, in the
 device prefetch thread), ``compute_s`` (dispatch until the result is ready), ``d2h_s`` (metrics
-back to NumPy) and ``write_s`` (Parquet shard + fsync + ledger). Phases of different batches
-overlap, so their sum over batches exceeds the wall time when the pipeline works.
+back to NumPy) and ``write_s`` (Parquet shard + fsync + ledger); ``compile_s`` is the XLA
+compilation a batch of a new shape waited for (0 once the shape is compiled), kept out of
+``compute_s``. Phases of different batches overlap, so their sum over batches exceeds the
+wall time when the pipeline works.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class PhaseTimes:
     compute_s: float = 0.0
     d2h_s: float = 0.0
     write_s: float = 0.0
+    compile_s: float = 0.0
     wall_start: float = field(default_factory=time.time)
     wall_end: float | None = None
 

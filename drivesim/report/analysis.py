@@ -12,7 +12,14 @@ import numpy as np
 from drivesim.bench import bottleneck as rule
 from drivesim.bench.bottleneck import PHASES as PHASE_NAMES
 
-PHASE_LABELS = {"load": "load", "h2d": "transfer", "compute": "compute", "d2h": "return", "write": "write"}
+PHASE_LABELS = {
+    "load": "load",
+    "h2d": "transfer",
+    "compute": "compute",
+    "d2h": "return",
+    "write": "write",
+    "compile": "compile",
+}
 PHASES = tuple((f"{name}_s", PHASE_LABELS[name]) for name in PHASE_NAMES)  # (ledger column, label)
 
 

@@ -25,18 +25,23 @@ import plotly.offline
 from drivesim.report import analysis, assets
 from drivesim.report.blocks import Html, Section, esc
 from drivesim.report.data import CampaignData, load_campaign
+from drivesim.report.figures_compare import comparison_section, sessions_section
 from drivesim.report.figures_outcomes import failures_section, outcomes_section
 from drivesim.report.figures_perf import devices_section, memory_section, phases_section, throughput_section
 from drivesim.report.figures_scale import scaling_section
+from drivesim.report.worst import worst_section
 
 SECTIONS = (
+    worst_section,
     throughput_section,
     phases_section,
     scaling_section,
     memory_section,
     devices_section,
     outcomes_section,
+    comparison_section,
     failures_section,
+    sessions_section,
 )
 
 

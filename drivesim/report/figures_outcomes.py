@@ -136,18 +136,48 @@ def _rate_bars(rows: list[dict], title: str, axis: str) -> go.Figure:
     return layout(fig, title, axis, "percent of ok results")
 
 
+def _standard_errors(rows: list[dict], key: str) -> np.ndarray:
+    """(R,) standard error of each row's value: binomial for rates, sd / sqrt(n) for means
+    (x 1.25 for medians)."""
+    n = np.array([max(float(r.get("ok") or r.get("n") or 0), 1.0) for r in rows])
+    if key.endswith("_rate"):
+        p = np.array([np.nan if r.get(key) is None else float(r[key]) for r in rows])
+        return np.sqrt(np.clip(p * (1 - p), 0.25 / n, None) / n)  # floor: never exactly 0
+    sd = np.array([np.nan if r.get(f"{key}_sd") is None else float(r[f"{key}_sd"]) for r in rows])
+    return (1.25 if key == "min_ttc_s" else 1.0) * sd / np.sqrt(n)
+
+
+def noise_scaled(values: np.ndarray, se: np.ndarray, worse_high: bool) -> np.ndarray:
+    """(R,) colour in [0, 1]: how many standard errors each row is worse than the best row,
+    0 within noise (|z| < 1.96), saturating at 6 standard errors; NaN where unknown."""
+    v = np.where(worse_high, values, -values)
+    if not np.isfinite(v).any():
+        return np.full_like(values, np.nan)
+    best = int(np.nanargmin(v))
+    spread = np.sqrt(se**2 + se[best] ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (v - v[best]) / spread
+    z = np.where(np.isfinite(spread) & (spread > 0), z, np.where(v > v[best], 6.0, 0.0))
+    out = np.where(z < 1.96, 0.0, np.clip(z / 6.0, 0.0, 1.0))
+    return np.where(np.isfinite(values), out, np.nan)
+
+
 def _heatmap(rows: list[dict]) -> go.Figure:
-    """Policy × metric heatmap; colour is each column scaled to [0, 1] (1 = worst), text the value."""
+    """Policy × metric heatmap; text the value, colour how far each row is worse than the best
+    row of its column in standard errors (grey-green within noise, red from 6 standard errors)."""
     cols = [c for c in HEATMAP_COLUMNS if any(r.get(c[0]) is not None for r in rows)]
     raw = np.array([[np.nan if r.get(k) is None else float(r[k]) for k, _, _ in cols] for r in rows])
     z = np.full_like(raw, np.nan)
-    for j, (_, _, worse_high) in enumerate(cols):
-        v = raw[:, j]
-        if np.isfinite(v).any():
-            lo, hi = np.nanmin(v), np.nanmax(v)
-            scaled = (v - lo) / (hi - lo) if hi > lo else np.zeros_like(v)
-            z[:, j] = scaled if worse_high else 1 - scaled
-    text = [[("n/a" if not np.isfinite(x) else f"{x:.3g}") for x in row] for row in raw]
+    for j, (key, _, worse_high) in enumerate(cols):
+        z[:, j] = noise_scaled(raw[:, j], _standard_errors(rows, key), worse_high)
+    rate = [key.endswith("_rate") for key, _, _ in cols]
+    text = [
+        [
+            ("n/a" if not np.isfinite(x) else (f"{100 * x:.3g}%" if r else f"{x:.3g}"))
+            for x, r in zip(row, rate, strict=True)
+        ]
+        for row in raw
+    ]
     fig = go.Figure(
         go.Heatmap(
             z=z,
@@ -158,11 +188,17 @@ def _heatmap(rows: list[dict]) -> go.Figure:
             colorscale="RdYlGn_r",
             zmin=0,
             zmax=1,
-            colorbar={"title": {"text": "worse →"}},
+            colorbar={"title": {"text": "worse than best (0: within noise)"}},
         )
     )
     fig.update_yaxes(autorange="reversed")
-    return layout(fig, "Policy × metric (sweep)", "", "policy", height=max(320, 40 + 28 * len(rows)))
+    return layout(
+        fig,
+        "Policy × metric (sweep) · colour: worse than the best policy beyond noise",
+        "",
+        "policy",
+        height=max(320, 40 + 28 * len(rows)),
+    )
 
 
 def _distributions(out: Outcomes, dim: str) -> go.Figure | None:

@@ -94,6 +94,12 @@ def _mean(cols: frozenset[str], column: str) -> str:
     return f"avg({column}) FILTER (WHERE isfinite({column}))"
 
 
+def _sd(cols: frozenset[str], column: str) -> str:
+    if column not in cols:
+        return "NULL"
+    return f"stddev_samp({column}) FILTER (WHERE isfinite({column}))"
+
+
 def _median(cols: frozenset[str], column: str) -> str:
     if column not in cols:
         return "NULL"
@@ -112,7 +118,10 @@ def _group_rates(con: duckdb.DuckDBPyConnection, cols: frozenset[str], key: str)
                {_rate(cols, "has_nan")} AS nan_rate,
                {_mean(cols, "progress_m")} AS progress_m,
                {_median(cols, "min_ttc_s")} AS min_ttc_s,
-               {_mean(cols, "max_jerk")} AS max_jerk
+               {_mean(cols, "max_jerk")} AS max_jerk,
+               {_sd(cols, "progress_m")} AS progress_m_sd,
+               {_sd(cols, "min_ttc_s")} AS min_ttc_s_sd,
+               {_sd(cols, "max_jerk")} AS max_jerk_sd
         FROM results GROUP BY 1 ORDER BY {order}n DESC, label LIMIT {MAX_GROUPS}"""
     rows = _dicts(con.execute(sql))
     for row in rows:

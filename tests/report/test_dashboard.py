@@ -10,7 +10,18 @@ from report_fixtures import HOSTILE, HOSTILE_DIR
 from drivesim.report.dashboard import render_dashboard, script_safe_json, write_dashboard
 from drivesim.report.data import load_campaign
 
-SECTIONS = ("throughput", "phases", "scaling", "memory", "devices", "outcomes", "failures")
+SECTIONS = (
+    "worst",
+    "throughput",
+    "phases",
+    "scaling",
+    "memory",
+    "devices",
+    "outcomes",
+    "compare",
+    "failures",
+    "sessions",
+)
 
 
 @pytest.fixture(scope="module")

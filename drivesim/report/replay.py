@@ -1,0 +1,222 @@
+"""Re-simulate scenarios of a campaign for the viewer: find a scenario by its id in the
+campaign's own sources (``campaign.toml``), rerun it under one of the campaign's policies
+with the full trajectory, and render it (:mod:`drivesim.report.viewer`).
+
+Scenario ids are those of the ``results`` view: synthetic ids are positions, CommonRoad ids
+``crc32(benchmark id) & 0x7fffffff``, store ids the store's ``scenario_id`` column.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import numpy as np
+
+VIEWERS_DIR = "viewers"
+
+
+@dataclass
+class Replay:
+    """One re-simulated scenario: its record, the policy (id, name), the campaign's result row
+    (None when absent), the replayed metrics {name: value} and the trajectory (S, N)."""
+
+    scenario_id: int
+    record: object
+    scenario: object  # the padded single Scenario that was simulated
+    policy_id: int
+    policy: str
+    row: dict | None
+    metrics: dict
+    trajectory: object
+
+
+def result_rows(directory, scenario_id: int) -> list[dict]:
+    """The ``results`` rows of one scenario (every policy), as dicts."""
+    from drivesim.pipeline import results
+
+    table = results.query(directory, f"SELECT * FROM results WHERE scenario_id = {int(scenario_id)}")
+    return table.to_pylist()
+
+
+def _parts(source) -> list:
+    return list(getattr(source, "sources", [source]))
+
+
+def locate(directory, scenario_id: int, rows: list[dict] | None = None):
+    """The ScenarioRecord with ``scenario_id`` in the campaign's sources; ValueError if none."""
+    from drivesim.pipeline.campaign import resolve_sources
+    from drivesim.pipeline.config import read_config
+    from drivesim.pipeline.sources import open_source
+    from drivesim.scenarios import sources as real
+
+    config = resolve_sources(read_config(directory))
+    source = open_source(
+        config.sources, config.count, config.seed, config.agents, config.num_steps, config.max_agents
+    )
+    rows = result_rows(directory, scenario_id) if rows is None else rows
+    origin = rows[0]["source"] if rows else None
+    for part in _parts(source):
+        if isinstance(part, real.SyntheticSource):
+            if origin in (None, "synthetic") and 0 <= scenario_id - part.first_id < len(part):
+                return part.load(scenario_id - part.first_id)
+        elif isinstance(part, real.CommonRoadSource):
+            for k, path in enumerate(part.paths):
+                if str(path) == origin or (origin is None and _crc(path.stem) == scenario_id):
+                    record = part.load(k)
+                    if record.scenario_id == scenario_id or str(path) == origin:
+                        return record
+        else:
+            for k in range(len(part)):
+                record = part.load(k)
+                if record.scenario_id == scenario_id:
+                    return record
+    raise ValueError(f"{directory}: scenario id {scenario_id} is not in the campaign's sources")
+
+
+def _crc(name: str) -> int:
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def pick_policy(rows: list[dict], names: tuple[str, ...], policy: str | None) -> int:
+    """Policy id from ``policy`` (an id or a name); default: the row with a collision, else
+    the lowest TTC, else policy 0."""
+    if policy is not None:
+        if policy.isdigit() and int(policy) < len(names):
+            return int(policy)
+        if policy in names:
+            return names.index(policy)
+        raise ValueError(
+            f"--policy {policy!r}: the campaign's policies are {list(names)} (or 0..{len(names) - 1})"
+        )
+    ok = [r for r in rows if r.get("status") == "ok"]
+    if not ok:
+        return 0
+
+    def badness(r):
+        ttc = r.get("min_ttc_s")
+        ttc = ttc if ttc is not None and math.isfinite(ttc) else math.inf
+        return (not r.get("ego_collided"), ttc)
+
+    return int(min(ok, key=badness)["policy_id"])
+
+
+def replay(directory, scenario_id: int, policy: str | None = None) -> Replay:
+    """Re-simulate one scenario of a campaign with its trajectory."""
+    return replay_many(directory, [(scenario_id, policy)])[0]
+
+
+def replay_many(directory, wanted: list[tuple[int, str | None]]) -> list[Replay]:
+    """Re-simulate several scenarios: those with the same log layout are padded to one shape
+    and run as one batch per policy (one compilation for every policy of a sweep)."""
+    from drivesim.core.types import SimConfig
+    from drivesim.pipeline.config import policy_spec, read_config
+
+    config = read_config(directory)
+    spec = policy_spec(config)
+    sim = SimConfig(num_steps=config.num_steps, policy=spec.kind)
+    jobs = []
+    for scenario_id, policy in wanted:
+        rows = result_rows(directory, scenario_id)
+        pid = pick_policy(rows, spec.names, policy)
+        row = next((r for r in rows if r["policy_id"] == pid), rows[0] if rows else None)
+        jobs.append((int(scenario_id), pid, row, locate(directory, int(scenario_id), rows)))
+    groups: dict[bool, list[int]] = {}
+    for k, job in enumerate(jobs):
+        groups.setdefault(job[3].scenario.log is not None, []).append(k)
+    out: list[Replay | None] = [None] * len(jobs)
+    for members in groups.values():
+        batch = _stack([jobs[k][3] for k in members])
+        for pid in sorted({jobs[k][1] for k in members}):
+            metrics, traj = _simulate(batch, spec.params[pid], sim)
+            for b, k in enumerate(members):
+                sid, job_pid, row, record = jobs[k]
+                if job_pid != pid:
+                    continue
+                take = lambda tree, b=b: jax.tree_util.tree_map(lambda a: np.asarray(a)[b], tree)  # noqa: E731
+                values = {n: np.asarray(v)[b].item() for n, v in vars(metrics).items()}
+                out[k] = Replay(sid, record, take(batch), pid, spec.names[pid], row, values, take(traj))
+    return out
+
+
+def _simulate(batch, policy, sim):
+    """(metrics, trajectory) of a stacked host batch under one policy."""
+    from drivesim.core.rollout import simulate_trajectory
+
+    metrics, traj = simulate_trajectory(batch, policy, sim)
+    return jax.device_get(metrics), jax.device_get(traj)
+
+
+def _stack(records):
+    """Records padded to their common bucket (the largest class of each dimension) and stacked."""
+    from drivesim.scenarios.batching import BucketKey, bucket_key, stack_bucket
+
+    keys = [bucket_key(r.scenario) for r in records]
+    logs = [k.log_steps for k in keys if k.log_steps is not None]
+    key = BucketKey(
+        max(k.agents for k in keys),
+        max(k.lanes for k in keys),
+        max(k.points for k in keys),
+        max(logs) if logs else None,
+    )
+    return stack_bucket(records, key)
+
+
+def render_replay(rep: Replay, dt: float = 0.1) -> str:
+    """The viewer page of a replay; the campaign's row (when present) decides the collision
+    step and the agent hit (``collided_with``, where the results have it)."""
+    from drivesim.report.viewer import render
+
+    row = rep.row or {}
+    step = rep.metrics["collision_step"]
+    hit = row.get("collided_with")
+    info = {
+        "scenario": rep.scenario_id,
+        "name": rep.record.name,
+        "family": rep.record.family,
+        "policy": rep.policy,
+        "collided": bool(rep.metrics["ego_collided"]),
+        "collision step": step if step >= 0 else None,
+        "min TTC [s]": _num(rep.metrics["min_ttc_s"]),
+        "progress [m]": _num(rep.metrics["progress_m"]),
+        "off-road": bool(rep.metrics["offroad"]),
+    }
+    if (
+        row
+        and row.get("status") == "ok"
+        and bool(row.get("ego_collided")) != bool(rep.metrics["ego_collided"])
+    ):
+        info["note"] = "the replay's collision differs from the campaign's result row"
+    title = f"{rep.record.name} · scenario {rep.scenario_id} · {rep.policy}"
+    return render(
+        rep.scenario,
+        rep.trajectory,
+        title=title,
+        dt=dt,
+        collision_step=step,
+        hit=None if hit is None else int(hit),
+        info=info,
+    )
+
+
+def _num(value) -> float | None:
+    return round(float(value), 2) if value is not None and math.isfinite(float(value)) else None
+
+
+def viewer_name(scenario_id: int, policy_id: int) -> str:
+    """File name of a scenario's viewer page inside ``DIR/viewers``."""
+    return f"scenario-{int(scenario_id)}-p{int(policy_id)}.html"
+
+
+def write_viewers(directory, wanted: list[tuple[int, str | None]]) -> list[Path]:
+    """Write ``DIR/viewers/scenario-ID-pP.html`` for each wanted (scenario id, policy)."""
+    from drivesim.report.viewer import write_page
+
+    paths = []
+    for rep in replay_many(directory, wanted):
+        out = Path(directory) / VIEWERS_DIR / viewer_name(rep.scenario_id, rep.policy_id)
+        paths.append(write_page(render_replay(rep), out))
+    return paths
