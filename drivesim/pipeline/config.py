@@ -74,7 +74,9 @@ class CampaignConfig:
         if self.loader_threads < 1 or self.prefetch < 1:
             raise ValueError("CampaignConfig: loader_threads and prefetch must be >= 1")
         if not (self.policy in ("idm", "constant") or self.policy.startswith("mlp:")):
-            raise ValueError(
+            from drivesim.pipeline.validation import ConfigError  # a usage error (exit status 2)
+
+            raise ConfigError(
                 f"CampaignConfig.policy: expected idm, constant or mlp:FILE, got {self.policy!r}"
             )
 
