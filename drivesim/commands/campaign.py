@@ -284,6 +284,8 @@ def _run(config, live_html: bool) -> None:
     finally:
         if server is not None:
             server.stop()
+    for note in result.notes[len(config.notes) :]:  # found at start-up: redone or ignored files
+        console.print(f"[yellow]note:[/yellow] {note}")
     console.print(
         f"done: {result.done:,}/{result.total:,} scenarios ({result.skipped:,} from an earlier run), "
         f"{result.failed:,} failed, {result.failed_batches} batches failed; "

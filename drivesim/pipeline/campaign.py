@@ -104,7 +104,11 @@ def prepare_directory(config: CampaignConfig) -> CampaignConfig:
         write_config(config, directory)
     fingerprint.check_and_record(directory, config)
     remove_dead_temporaries(directory)
-    verify.reconcile(directory)
+    report = verify.reconcile(directory)
+    found = [line for line in report.lines()[1:] if not line.endswith("(Parquet footer checked)")]
+    if found:  # said at the end of the run: what was redone, what was ignored
+        found = [f"{line} -> redone" if line.startswith(("missing", "damaged")) else line for line in found]
+        config = replace(config, notes=config.notes + tuple(found))
     return config
 
 
@@ -138,7 +142,7 @@ def run_campaign(config: CampaignConfig, progress: ProgressFn | None = None, sou
     runner = _Runner(config, progress or (lambda event: None), source)
     pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)
     with CampaignLock(config.out, jax.process_index()):
-        prepare_directory(config)
+        runner.config = prepare_directory(config)
         return runner.run()
 
 

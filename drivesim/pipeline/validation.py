@@ -126,3 +126,6 @@ def validate_config(config, available_devices: int | None = None) -> None:
     if config.sweep and not pathlib.Path(config.sweep).is_file():
         raise ConfigError(f"sweep: {config.sweep} is not a file")
     _check_sources(config.sources)
+    from drivesim.pipeline.config import policy_spec
+
+    policy_spec(config)  # reads and checks the sweep / MLP policy file
