@@ -60,6 +60,10 @@ def write_campaign(root: Path, rows: int, batches: int) -> None:
             }
         )
         pq.write_table(table, root / "results" / f"part-{b:08d}.parquet")
+        con.execute(  # readers take the shards the ledger's done batches name
+            "INSERT INTO batches (batch_id, status, shard) VALUES (?, 'done', ?)",
+            (b, f"results/part-{b:08d}.parquet"),
+        )
         phases = dict(
             num_scenarios=per,
             size_class=64,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from drivesim.commands import bench, campaign, engine, inspect, report, scenarios, train
+from drivesim.commands import bench, campaign, engine, inspect, report, scenarios, train, verify
 
 app = typer.Typer(
     help="drivesim: simulate autonomous-driving scenarios by the million on every JAX device.",
@@ -19,11 +19,19 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    debug: bool = typer.Option(
+        False, "--debug", help="Show the Python traceback of an error (also DRIVESIM_DEBUG=1)."
+    ),
+) -> None:
     """drivesim: simulate autonomous-driving scenarios by the million on every JAX device."""
+    if debug:
+        import os
+
+        os.environ["DRIVESIM_DEBUG"] = "1"
 
 
-for module in (engine, scenarios, campaign, bench, report, train, inspect):
+for module in (engine, scenarios, campaign, bench, report, train, inspect, verify):
     module.register(app)
 
 
@@ -39,13 +47,14 @@ def main() -> None:
     """
     import os
 
+    from drivesim.commands.errors import run_app
     from drivesim.parallel import compile_cache, cpu_devices, determinism
 
     cpu_devices.enable()
     if os.environ.get("DRIVESIM_ALLOW_FMA") != "1":
         determinism.enable()
     compile_cache.enable()  # persistent compilation cache (DRIVESIM_JAX_CACHE=off: none)
-    app()
+    run_app(app)  # one line "drivesim: error: ..." and exit 2 (usage) / 1 (failure)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from drivesim.pipeline.validation import BOUNDS
+
 DEMO_OUT = "runs/demo"
 
 
@@ -46,9 +48,13 @@ def _chunk(value: str | None):
     if value is None or value == "auto":
         return value
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise typer.BadParameter(f"--chunk: expected an integer or 'auto', got {value!r}") from None
+    lo, hi = BOUNDS["chunk"]
+    if not lo <= number <= hi:
+        raise typer.BadParameter(f"--chunk: {number} is outside [{lo}, {hi}]")
+    return number
 
 
 def register(app: typer.Typer) -> None:
@@ -71,7 +77,9 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option(
                 help="Scenarios to generate for synthetic sources (default: 1000; the demo: 600, "
-                "under IDM and a tailgating IDM variant)."
+                "under IDM and a tailgating IDM variant).",
+                min=BOUNDS["count"][0],
+                max=BOUNDS["count"][1],
             ),
         ] = None,
         policy: Annotated[
@@ -92,17 +100,35 @@ def register(app: typer.Typer) -> None:
         backend: Annotated[
             str, typer.Option(help="Executor backend: sharding | shard_map | pmap.")
         ] = "sharding",
-        devices: Annotated[int | None, typer.Option(help="Number of devices to use (default: all).")] = None,
+        devices: Annotated[
+            int | None,
+            typer.Option(help="Number of devices to use (default: all).", min=1, max=BOUNDS["devices"][1]),
+        ] = None,
         chunk: Annotated[
             str | None,
             typer.Option(help="Scenarios per device per dispatch: N or 'auto' (default: the whole batch)."),
         ] = None,
         batch_size: Annotated[
-            int, typer.Option(help="Scenarios per batch (one ledger entry, one Parquet shard).")
+            int,
+            typer.Option(
+                help="Scenarios per batch (one ledger entry, one Parquet shard).",
+                min=BOUNDS["batch_size"][0],
+                max=BOUNDS["batch_size"][1],
+            ),
         ] = 128,
-        steps: Annotated[int, typer.Option(help="Simulation steps per scenario.")] = 80,
+        steps: Annotated[
+            int,
+            typer.Option(
+                help="Simulation steps per scenario.", min=BOUNDS["num_steps"][0], max=BOUNDS["num_steps"][1]
+            ),
+        ] = 80,
         agents: Annotated[
-            int | None, typer.Option(help="Fixed agent count for synthetic families (default: varied).")
+            int | None,
+            typer.Option(
+                help="Fixed agent count for synthetic families (default: varied).",
+                min=BOUNDS["agents"][0],
+                max=BOUNDS["agents"][1],
+            ),
         ] = None,
         out: Annotated[
             pathlib.Path | None,
@@ -118,8 +144,18 @@ def register(app: typer.Typer) -> None:
                 "the same command also resumes.",
             ),
         ] = False,
-        seed: Annotated[int, typer.Option(help="Campaign seed for synthetic scenarios.")] = 0,
-        loader_threads: Annotated[int, typer.Option(help="Host loader threads.")] = 2,
+        seed: Annotated[
+            int,
+            typer.Option(
+                help="Campaign seed for synthetic scenarios.", min=BOUNDS["seed"][0], max=BOUNDS["seed"][1]
+            ),
+        ] = 0,
+        loader_threads: Annotated[
+            int,
+            typer.Option(
+                help="Host loader threads.", min=BOUNDS["loader_threads"][0], max=BOUNDS["loader_threads"][1]
+            ),
+        ] = 2,
         stall_timeout: Annotated[
             float,
             typer.Option(
@@ -196,13 +232,21 @@ def register(app: typer.Typer) -> None:
             ),
         ],
         json_out: Annotated[
-            bool, typer.Option("--json", help="Print one JSON object per row instead of a table.")
+            bool,
+            typer.Option("--json", help="Print one JSON object per row (strict JSON: NaN/Inf as null)."),
+        ] = False,
+        unsafe: Annotated[
+            bool,
+            typer.Option(
+                "--unsafe",
+                help="Let the SQL read and write other files and load extensions (locked down by default).",
+            ),
         ] = False,
     ) -> None:
         """Run DuckDB SQL over a campaign's results (the view is named `results`)."""
         from drivesim.pipeline import results
 
-        table = results.query(directory, sql)
+        table = results.query(directory, sql, unsafe=unsafe)
         if json_out:
             from drivesim.report.strict_json import dumps
 
@@ -221,9 +265,11 @@ def register(app: typer.Typer) -> None:
         """Print headline figures of a campaign: rates, progress, TTC, throughput, run sessions."""
         from rich.console import Console
 
+        from drivesim.pipeline.sandbox import require_campaign
         from drivesim.pipeline.sessions import read_sessions
         from drivesim.pipeline.summary import campaign_summary, sessions_table, summary_table
 
+        require_campaign(directory)
         figures = campaign_summary(directory) | {"sessions": read_sessions(directory)}
         if json_out:
             from drivesim.report.strict_json import dumps
@@ -253,14 +299,17 @@ def _cell(value) -> str:
 
 
 def _run(config, live_html: bool) -> None:
+    import jax
     from rich.console import Console
 
     from drivesim.pipeline.campaign import resolve_sources, run_campaign
+    from drivesim.pipeline.validation import validate_config
     from drivesim.pipeline.watchdog import CampaignStalled
     from drivesim.report.live import LiveView
 
     console = Console(stderr=True)
     config = resolve_sources(config)
+    validate_config(config, available_devices=jax.device_count())  # before any output or write
     for note in config.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
     console.print(f"campaign [bold]{config.out}[/bold]: {', '.join(config.sources)}")
@@ -275,6 +324,8 @@ def _run(config, live_html: bool) -> None:
         if server is not None:
             server.stop()
     console = Console()  # the outcome goes to stdout, progress went to stderr
+    for note in result.notes[len(config.notes) :]:  # found at start-up: redone or ignored files
+        console.print(f"[yellow]note:[/yellow] {note}")
     console.print(
         f"done: {result.done:,}/{result.total:,} scenarios ({result.skipped:,} from an earlier run), "
         f"{result.failed:,} failed, {result.failed_batches} batches failed; "
@@ -284,10 +335,28 @@ def _run(config, live_html: bool) -> None:
         f"results: {pathlib.Path(config.out) / 'results'}  "
         f'(drivesim query {config.out} "SELECT * FROM results LIMIT 5")'
     )
-    import jax
-
     if jax.process_index() == 0:  # one dashboard per multi-process campaign
         _write_dashboard(config.out, console)
+    _check_outcome(result, config.out, console)
+
+
+def _check_outcome(result, directory, console) -> None:
+    """Summarize failed scenarios (exit 0) and raise CampaignFailed (exit 1) when a batch
+    failed to run or nothing was computed."""
+    from drivesim.commands.errors import CampaignFailed
+    from drivesim.pipeline.outcome import failure_reasons
+
+    if result.failed:
+        console.print(f"[yellow]{result.failed:,} scenarios failed (bad input); top reasons:[/yellow]")
+        for reason, n in failure_reasons(directory):
+            console.print(f"  {n:>7,}  {reason}")
+    if result.failed_batches:
+        raise CampaignFailed(
+            f"{result.failed_batches} batches failed to run (see the ledger's batches.error); "
+            f"rerun to retry them: drivesim run --resume {directory}"
+        )
+    if result.total and result.done - result.failed <= 0:
+        raise CampaignFailed(f"nothing was computed: all {result.total:,} scenarios failed to load")
 
 
 def _exit_stalled(console, err) -> None:

@@ -88,6 +88,29 @@ def validate_scenario(scenario: Scenario, where: str = "") -> None:
     _check_log(scenario, n, fail)
     if int(np.asarray(scenario.episode_length)) < 1:
         fail("episode_length", "episode length must be >= 1")
+    _check_ranges(scenario, valid, fail)
+
+
+def _check_ranges(scenario: Scenario, valid: np.ndarray, fail) -> None:
+    """Physical ranges (drivesim.core.ranges) of the real agents, lanes and log."""
+    from drivesim.core.ranges import MAX_LOG_STEPS, range_problem
+
+    ag, idm, road, log = scenario.agents, scenario.idm, scenario.road, scenario.log
+    fields = {
+        f"agents.{k}": np.asarray(getattr(ag, k))[valid]
+        for k in ("x", "y", "speed", "accel", "length", "width")
+    }
+    fields |= {f"idm.{k}": np.asarray(getattr(idm, k))[valid] for k in idm.__dataclass_fields__}
+    lanes = np.asarray(road.lane_valid, bool)
+    fields |= {"road.widths": np.asarray(road.widths)[lanes], "road.centers": np.asarray(road.centers)[lanes]}
+    if log is not None:
+        if np.asarray(log.valid).shape[0] > MAX_LOG_STEPS:
+            fail("log", f"{np.asarray(log.valid).shape[0]} log steps, more than the {MAX_LOG_STEPS} allowed")
+        lv = np.asarray(log.valid, bool)
+        fields |= {"log.xy": np.asarray(log.xy)[lv], "log.speed": np.asarray(log.speed)[lv]}
+    problem = range_problem(fields)
+    if problem is not None:
+        fail(*problem)
 
 
 def _check_agent_shapes(scenario: Scenario, n: int, fail) -> None:

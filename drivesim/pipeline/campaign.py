@@ -25,8 +25,8 @@ import jax
 
 from drivesim.core.types import SimConfig
 from drivesim.parallel.memory import host_rss
+from drivesim.pipeline import fingerprint, sessions, verify
 from drivesim.pipeline import results as res
-from drivesim.pipeline import sessions
 from drivesim.pipeline import sources as src
 from drivesim.pipeline.columnar import planner_for
 from drivesim.pipeline.config import (
@@ -39,9 +39,12 @@ from drivesim.pipeline.config import (
 )
 from drivesim.pipeline.devices import DeviceRunner, block
 from drivesim.pipeline.ledger import Ledger
+from drivesim.pipeline.lock import CampaignLock, remove_dead_temporaries
 from drivesim.pipeline.plan import HostWork, PlanSettings
 from drivesim.pipeline.prefetch import Prefetcher, chain
 from drivesim.pipeline.timing import BatchEvent, PhaseTimes, Stopwatch
+from drivesim.pipeline.validation import validate_config
+from drivesim.pipeline.verify import shard_check
 from drivesim.pipeline.watchdog import Watchdog, WatchdogConfig
 
 ProgressFn = Callable[[BatchEvent], None]
@@ -95,14 +98,22 @@ class _Outcome:
 
 
 def prepare_directory(config: CampaignConfig) -> CampaignConfig:
-    """Create the campaign directory and its config; on a rerun check it is the same campaign."""
+    """Create the campaign directory and its config; on a rerun check it is the same campaign
+    (config fields, input fingerprints, campaign.toml) and reconcile the ledger with the shards.
+    The caller holds the directory's CampaignLock."""
     directory = pathlib.Path(config.out)
     directory.mkdir(parents=True, exist_ok=True)
     if (directory / CONFIG_NAME).is_file():
         check_same_campaign(read_config(directory), config, directory)
     else:
         write_config(config, directory)
-    res.remove_partial(directory)
+    fingerprint.check_and_record(directory, config)
+    remove_dead_temporaries(directory)
+    report = verify.reconcile(directory)
+    found = [line for line in report.lines()[1:] if not line.endswith("(Parquet footer checked)")]
+    if found:  # said at the end of the run: what was redone, what was ignored
+        found = [f"{line} -> redone" if line.startswith(("missing", "damaged")) else line for line in found]
+        config = replace(config, notes=config.notes + tuple(found))
     return config
 
 
@@ -130,9 +141,14 @@ def run_campaign(config: CampaignConfig, progress: ProgressFn | None = None, sou
     source: a scenario source object (``len``, ``load(position)``) to use instead of
     ``config.sources`` (library use; a resume must pass an equal source).
     """
-    config = prepare_directory(config if source is not None else resolve_sources(config))
+    config = config if source is not None else resolve_sources(config)
+    validate_config(config, available_devices=jax.device_count())
+    # the runner opens the sources and the policy: their errors come before any write
     runner = _Runner(config, progress or (lambda event: None), source)
-    return runner.run()
+    pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)
+    with CampaignLock(config.out, jax.process_index()):
+        runner.config = prepare_directory(config)
+        return runner.run()
 
 
 class _Runner:
@@ -422,7 +438,8 @@ class _Writer:
             host_rss_bytes=host_rss(),
         )
         failures = [(info.scenario_id, reason) for info, reason in work.failed]
-        ledger.mark_done(work.batch_id, str(shard.relative_to(self.directory)), row, failures)
+        check = shard_check(shard)  # row count + SHA-256 of the durable shard, checked on resume
+        ledger.mark_done(work.batch_id, str(shard.relative_to(self.directory)), row, failures, check=check)
 
     def close(self, timeout: float | None = None) -> None:
         if self.thread.is_alive():

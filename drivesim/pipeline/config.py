@@ -82,7 +82,9 @@ class CampaignConfig:
         try:
             split_policy(self.policy)
         except ValueError as err:
-            raise ValueError(f"CampaignConfig.policy: {err}") from None
+            from drivesim.pipeline.validation import ConfigError  # a usage error (exit status 2)
+
+            raise ConfigError(f"CampaignConfig.policy: {err}") from None
 
     @property
     def window(self) -> int:
@@ -141,8 +143,13 @@ def read_config(directory: pathlib.Path) -> CampaignConfig:
     path = pathlib.Path(directory) / CONFIG_NAME
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no campaign config (is {directory} a campaign directory?)")
-    with path.open("rb") as fh:
-        return from_dict(tomllib.load(fh))
+    try:
+        with path.open("rb") as fh:
+            return from_dict(tomllib.load(fh))
+    except (tomllib.TOMLDecodeError, TypeError, ValueError) as exc:
+        from drivesim.pipeline.validation import ConfigError
+
+        raise ConfigError(f"{path}: not a valid campaign config ({exc})") from None
 
 
 def check_same_campaign(stored: CampaignConfig, new: CampaignConfig, directory) -> None:
@@ -175,27 +182,28 @@ def _describe_idm(values: dict) -> str:
 
 
 def read_sweep(path: str) -> list[dict]:
-    """IDM variants from a TOML (``[[policy]] T=1.2 v0=30``) or JSON (list or {"policy": [...]}) file."""
-    from drivesim.core.types import IDM_DEFAULTS
+    """IDM variants from a TOML (``[[policy]] T=1.2 v0=30``) or JSON (list or {"policy": [...]}) file;
+    each checked by drivesim.pipeline.validation.check_idm_variant (finite, physical, numbers)."""
+    from drivesim.pipeline.validation import MAX_SWEEP_VARIANTS, ConfigError, check_idm_variant
 
     p = pathlib.Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"sweep file {p} does not exist")
-    if p.suffix == ".json":
-        data = json.loads(p.read_text())
-    else:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
+        raise ConfigError(f"sweep file {p} does not exist")
+    try:
+        if p.suffix == ".json":
+            data = json.loads(p.read_text())
+        else:
+            with p.open("rb") as fh:
+                data = tomllib.load(fh)
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError and TOMLDecodeError are ValueErrors
+        kind = "JSON" if p.suffix == ".json" else "TOML"
+        raise ConfigError(f"sweep file {p}: not valid {kind} ({exc})") from None
     variants = data.get("policy", []) if isinstance(data, dict) else data
-    if not variants:
-        raise ValueError(f"{p}: no policies (expected [[policy]] tables or a JSON list)")
-    for index, variant in enumerate(variants):
-        bad = sorted(set(variant) - set(IDM_DEFAULTS))
-        if bad:
-            raise ValueError(
-                f"{p}: policy {index}: unknown IDM parameters {bad}; known: {sorted(IDM_DEFAULTS)}"
-            )
-    return [{k: float(v) for k, v in variant.items()} for variant in variants]
+    if not variants or not isinstance(variants, list):
+        raise ConfigError(f"{p}: no policies (expected [[policy]] tables or a JSON list)")
+    if len(variants) > MAX_SWEEP_VARIANTS:
+        raise ConfigError(f"{p}: {len(variants)} policies, more than the {MAX_SWEEP_VARIANTS} allowed")
+    return [check_idm_variant(str(p), index, variant) for index, variant in enumerate(variants)]
 
 
 def split_policy(spec: str):

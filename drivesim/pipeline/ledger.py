@@ -40,6 +40,10 @@ CREATE TABLE IF NOT EXISTS failures(scenario_id INTEGER PRIMARY KEY, batch_id IN
 CREATE INDEX IF NOT EXISTS batches_window ON batches(window_id);
 """
 
+# Added after the first ledgers were written: a done batch's shard row count and SHA-256
+# (checked by drivesim.pipeline.verify); older ledgers get the columns on open.
+SHARD_CHECK_COLUMNS = (("shard_rows", "INTEGER"), ("shard_sha256", "TEXT"))
+
 PHASE_COLUMNS = (
     "num_scenarios",
     "size_class",
@@ -78,6 +82,13 @@ class Ledger:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
         _add_missing_columns(self.conn)
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(batches)")}
+        for name, kind in SHARD_CHECK_COLUMNS:
+            if name not in have:
+                try:
+                    self.conn.execute(f"ALTER TABLE batches ADD COLUMN {name} {kind}")
+                except sqlite3.OperationalError:  # another process of the campaign added it first
+                    pass
 
     def close(self) -> None:
         self.conn.close()
@@ -161,15 +172,24 @@ class Ledger:
         return [PlannedBatch(b, tuple(json.loads(ids)), sc) for b, ids, sc in rows]
 
     # -- outcome ------------------------------------------------------------------------
-    def mark_done(self, batch_id: int, shard: str, phases: dict, failures: list[tuple[int, str]]) -> None:
-        """Mark a batch done (its shard is durable), store its phases and failed scenarios."""
+    def mark_done(
+        self,
+        batch_id: int,
+        shard: str,
+        phases: dict,
+        failures: list[tuple[int, str]],
+        check: tuple[int, str] | None = None,
+    ) -> None:
+        """Mark a batch done (its shard is durable), store its phases and failed scenarios;
+        ``check``: the shard's (row count, SHA-256 hex) for drivesim.pipeline.verify."""
+        rows, digest = check if check is not None else (None, None)
         cols = ", ".join(PHASE_COLUMNS)
         marks = ", ".join("?" for _ in PHASE_COLUMNS)
         with self._transaction():
             self.conn.execute(
-                "UPDATE batches SET status='done', error=NULL, attempts=attempts+1, shard=?, updated_at=?"
-                " WHERE batch_id=?",
-                (shard, time.time(), batch_id),
+                "UPDATE batches SET status='done', error=NULL, attempts=attempts+1, shard=?, updated_at=?,"
+                " shard_rows=?, shard_sha256=? WHERE batch_id=?",
+                (shard, time.time(), rows, digest, batch_id),
             )
             self.conn.execute(
                 f"INSERT OR REPLACE INTO phases(batch_id, {cols}) VALUES (?, {marks})",

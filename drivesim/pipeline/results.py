@@ -187,15 +187,17 @@ def remove_partial(directory) -> int:
 
 # -- DuckDB ------------------------------------------------------------------------------
 def connect(directory, connection=None):
-    """A DuckDB connection with the view ``results`` over the campaign's shards."""
+    """A DuckDB connection with the view ``results`` over the shards the campaign's ledger
+    names (stray files in ``results/`` are never read; see drivesim.pipeline.verify)."""
     import duckdb
 
+    from drivesim.pipeline.verify import named_shards
+
     con = connection or duckdb.connect()
-    results = pathlib.Path(directory) / RESULTS_DIR
-    shards = sorted(results.glob("part-*.parquet")) if results.is_dir() else []
+    shards = named_shards(directory)
     if shards:
-        glob = str(results / "part-*.parquet").replace("'", "''")
-        con.execute(f"CREATE OR REPLACE VIEW results AS SELECT * FROM read_parquet('{glob}')")
+        files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in shards)
+        con.execute(f"CREATE OR REPLACE VIEW results AS SELECT * FROM read_parquet([{files}])")
     else:
         con.register("_empty_results", SCHEMA.empty_table())
         con.execute("CREATE OR REPLACE VIEW results AS SELECT * FROM _empty_results")
@@ -212,9 +214,16 @@ def results_table(directory) -> pa.Table:
     return query(directory, "SELECT * FROM results ORDER BY scenario_id, policy_id")
 
 
-def query(directory, sql: str) -> pa.Table:
-    """Run ``sql`` with the ``results`` view defined; returns an Arrow table."""
+def query(directory, sql: str, unsafe: bool = False) -> pa.Table:
+    """Run ``sql`` with the ``results`` view defined; returns an Arrow table. Unless
+    ``unsafe``, the SQL cannot touch files beyond the view's shards (no COPY TO, no reads
+    elsewhere, no ATTACH, no INSTALL/LOAD; see drivesim.pipeline.sandbox)."""
+    from drivesim.pipeline.sandbox import lock_down, require_campaign
+
+    require_campaign(directory)
     con = connect(directory)
+    if not unsafe:
+        lock_down(con, directory)
     try:
         return _arrow(con.sql(sql))
     finally:

@@ -88,11 +88,15 @@ def _loader_threads(path: Path, warnings: list[str]) -> int:
 
 
 def result_shards(root: Path) -> list[Path]:
-    """The finished result shards (``results/part-*.parquet``; temporary names excluded)."""
-    folder = Path(root) / "results"
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("part-*.parquet") if p.is_file())
+    """The finished result shards the ledger names (stray files in ``results/`` excluded;
+    see drivesim.pipeline.verify.named_shards)."""
+    from drivesim.pipeline.verify import named_shards
+
+    try:
+        return named_shards(root)
+    except Exception:  # noqa: BLE001 - an unreadable ledger: the report warns about it elsewhere
+        folder = Path(root) / "results"
+        return sorted(p for p in folder.glob("part-*.parquet") if p.is_file()) if folder.is_dir() else []
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:

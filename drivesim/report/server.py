@@ -49,6 +49,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_header_ok(value: str | None) -> bool:
+    """True when an HTTP Host header names a loopback host (with or without a port)."""
+    if not value:
+        return False
+    value = value.strip()
+    if value.startswith("["):  # [::1]:port
+        host = value[1 : value.find("]")] if "]" in value else ""
+    else:
+        host = value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    return is_loopback(host.lower())
+
+
 class LiveDashboardServer:
     """Serve ``campaign_dir``'s dashboard on loopback; ``port=0`` picks a free port.
 
@@ -115,21 +127,35 @@ class _IPv6Server(ThreadingHTTPServer):
 def _handler_for(server: LiveDashboardServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            path = self.path.split("?", 1)[0]
-            if path in ("/", "/index.html", "/dashboard.html"):
-                self._send(server.page(), "text/html; charset=utf-8")
-            elif path == "/version":
-                self._send(server.version().encode(), "text/plain; charset=utf-8")
-            else:
-                self.send_error(HTTPStatus.NOT_FOUND)
+            self._answer(with_body=True)
 
-        def _send(self, body: bytes, kind: str) -> None:
+        def do_HEAD(self) -> None:  # noqa: N802 - http.server's name
+            self._answer(with_body=False)
+
+        def _answer(self, with_body: bool) -> None:
+            try:
+                if not host_header_ok(self.headers.get("Host")):
+                    # DNS rebinding: a page of another site resolving its name to 127.0.0.1
+                    self.send_error(HTTPStatus.FORBIDDEN, "Host header must name a loopback address")
+                    return
+                path = self.path.split("?", 1)[0]
+                if path in ("/", "/index.html", "/dashboard.html"):
+                    self._send(server.page(), "text/html; charset=utf-8", with_body)
+                elif path == "/version":
+                    self._send(server.version().encode(), "text/plain; charset=utf-8", with_body)
+                else:
+                    self.send_error(HTTPStatus.NOT_FOUND)
+            except (BrokenPipeError, ConnectionResetError):  # the client went away: nothing to say
+                self.close_connection = True
+
+        def _send(self, body: bytes, kind: str, with_body: bool = True) -> None:
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
-            self.wfile.write(body)
+            if with_body:
+                self.wfile.write(body)
 
         def log_message(self, fmt: str, *args) -> None:
             if os.environ.get("DRIVESIM_HTTP_LOG"):

@@ -21,6 +21,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeET
 import numpy as np
 
+from drivesim.core.ranges import DT_RANGE_S, MAX_FILE_STEPS, MAX_LOG_STEPS
 from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, LogTrajectory, Scenario, replace
 from drivesim.core.validate import MAX_AGENTS, ScenarioError, validate_scenario
 from drivesim.scenarios import geometry, lanes
@@ -122,6 +123,8 @@ class _Reader:
     def state(self, elem: Element, field: str) -> tuple[int, np.ndarray, float, float, float]:
         """(time step, xy, orientation, velocity, acceleration) of a state element."""
         time = self.value(self.child(elem, "time", field), f"{field}/time")
+        if not 0 <= time <= MAX_FILE_STEPS:  # checked before the track is allocated
+            self.fail(f"{field}/time", f"time step {time:g} outside [0, {MAX_FILE_STEPS}]")
         xy = self.position(self.child(elem, "position", field), f"{field}/position")
         heading = self.value(self.child(elem, "orientation", field), f"{field}/orientation")
         speed = self.value(self.child(elem, "velocity", field), f"{field}/velocity")
@@ -199,8 +202,11 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
             f"unknown CommonRoad layout {version!r} (known: {', '.join(OLD_LAYOUT + NEW_LAYOUT)})",
         )
     file_dt = rd.number(root.get("timeStepSize"), "commonRoad@timeStepSize")
-    if file_dt <= 0:
-        rd.fail("commonRoad@timeStepSize", f"time step must be > 0, got {file_dt}")
+    if not DT_RANGE_S[0] <= file_dt <= DT_RANGE_S[1]:
+        rd.fail(
+            "commonRoad@timeStepSize",
+            f"time step {file_dt:g} s outside [{DT_RANGE_S[0]:g}, {DT_RANGE_S[1]:g}]",
+        )
     if version in OLD_LAYOUT:
         obstacles = [o for o in root.findall("obstacle") if (o.findtext("role") or "").strip() == "dynamic"]
         tag = "obstacle"
@@ -212,11 +218,24 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
     if len(obstacles) + 1 > MAX_AGENTS:
         rd.fail(tag, f"too many agents: {len(obstacles)} dynamic obstacles + ego > {MAX_AGENTS}")
     tracks = [_ego_track(root, rd, config)] + [_obstacle_track(o, tag, rd) for o in obstacles]
+    _check_log_length(tracks, file_dt, config.dt, rd)
     lanelets = lanes.parse_lanelets(root, rd)
     goal = _goal(root, rd)
     scenario = _build(tracks, lanelets, goal, file_dt, scenario_id_of(name), config)
     validate_scenario(scenario, where=f"{path}#{name}")
     return ScenarioRecord(scenario=scenario, family="commonroad", source=str(path), name=name)
+
+
+def _check_log_length(tracks: list[_Track], file_dt: float, dt: float, rd: _Reader) -> None:
+    """Refuse a log that would resample to more than MAX_LOG_STEPS steps (before allocating)."""
+    file_steps = max(len(t.valid) for t in tracks)
+    steps = (file_steps - 1) * file_dt / dt + 1
+    if steps > MAX_LOG_STEPS:
+        rd.fail(
+            "trajectory/state/time",
+            f"{file_steps} steps of {file_dt:g} s give {steps:.3g} steps of {dt:g} s, "
+            f"more than the {MAX_LOG_STEPS} allowed",
+        )
 
 
 def _obstacle_track(obs: Element, tag: str, rd: _Reader) -> _Track:

@@ -8,6 +8,7 @@ JSON, so a resumed run continues exactly where the saved one stood.
 from __future__ import annotations
 
 import pathlib
+import time
 
 import jax
 import numpy as np
@@ -24,6 +25,7 @@ class Checkpointer:
         self.directory = pathlib.Path(directory).absolute()
         options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)
         self._manager = ocp.CheckpointManager(self.directory, options=options)
+        self.notes: list[str] = []  # what restore() fell back from, for the user
 
     def latest_step(self) -> int | None:
         """Update counter of the newest checkpoint, or None."""
@@ -39,12 +41,42 @@ class Checkpointer:
         return step
 
     def restore(self, template: TrainState, step: int | None = None) -> tuple[TrainState, TrainConfig]:
-        """Restore checkpoint ``step`` (default: newest) into host NumPy arrays shaped like
-        ``template`` (a TrainState or its ``jax.eval_shape``); returns (state, config)."""
+        """Restore checkpoint ``step`` (default: the newest that restores cleanly) into host
+        NumPy arrays shaped like ``template`` (a TrainState or its ``jax.eval_shape``);
+        returns (state, config). Newer checkpoints that fail to restore are moved aside to
+        ``DIR/../corrupt-checkpoints/<step>`` and described in ``self.notes``."""
         self._manager.wait_until_finished()
-        step = self.latest_step() if step is None else step
-        if step is None:
+        if step is not None:
+            return self._restore(template, step)
+        steps = sorted(self._manager.all_steps(), reverse=True)
+        if not steps:
             raise FileNotFoundError(f"{self.directory}: no checkpoint to restore")
+        self.notes = []
+        for candidate in steps:
+            try:
+                restored = self._restore(template, candidate)
+            except Exception as exc:  # noqa: BLE001 - a damaged checkpoint: try the previous one
+                first = (str(exc).strip().splitlines() or [""])[0][:200]
+                self.notes.append(
+                    f"checkpoint {candidate} could not be restored ({type(exc).__name__}: {first})"
+                )
+                self._set_aside(candidate)
+                continue
+            if self.notes:
+                self.notes.append(f"resumed from checkpoint {candidate}, the newest that restores cleanly")
+            return restored
+        raise RuntimeError(f"{self.directory}: no checkpoint restores cleanly: {'; '.join(self.notes)}")
+
+    def _set_aside(self, step: int) -> None:
+        """Move a damaged checkpoint out of the manager's directory (kept for inspection)."""
+        aside = self.directory.parent / "corrupt-checkpoints"
+        aside.mkdir(exist_ok=True)
+        source = self.directory / str(step)
+        if source.exists():
+            source.rename(aside / f"{step}-{int(time.time())}")
+        self._manager.reload()
+
+    def _restore(self, template: TrainState, step: int) -> tuple[TrainState, TrainConfig]:
         zeros = jax.tree_util.tree_map(lambda x: np.zeros(x.shape, x.dtype), template)
         args = ocp.args.Composite(state=ocp.args.StandardRestore(zeros), config=ocp.args.JsonRestore())
         restored = self._manager.restore(step, args=args)

@@ -9,6 +9,7 @@ Output directory ``DIR/train/``: ``curve.jsonl`` (one JSON object per update, se
 from __future__ import annotations
 
 import json
+import logging
 import math
 import pathlib
 import time
@@ -153,6 +154,8 @@ def _start(trainer: Trainer, checkpointer: Checkpointer, cfg: TrainConfig, resum
     if resume and checkpointer.latest_step() is not None:
         template = jax.eval_shape(lambda pool: _init_state(pool, cfg), trainer.pool)
         host, saved = checkpointer.restore(template)
+        for note in checkpointer.notes:  # a damaged newest checkpoint: say which one was used
+            logging.getLogger("drivesim.train").warning("%s", note)
         _check_same(cfg, saved, checkpointer.directory)
         return trainer.place(host), int(host.update)
     if checkpointer.latest_step() is not None:

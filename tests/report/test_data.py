@@ -48,7 +48,9 @@ def test_ledger_bench_scale_profile(campaign_dir):
 
 
 def test_corrupt_shard_becomes_a_warning(fresh_campaign):
-    (fresh_campaign / "results" / "part-00000099.parquet").write_bytes(b"not parquet at all")
+    (fresh_campaign / "results" / "part-00000099.parquet").write_bytes(b"stray: no ledger entry names it")
+    assert load_campaign(fresh_campaign).outcomes.total == 160  # a stray file is never read
+    (fresh_campaign / "results" / "part-00000000.parquet").write_bytes(b"not parquet at all")
     data = load_campaign(fresh_campaign)
     assert data.outcomes is None
     assert any("could not be read" in w for w in data.warnings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import socket
+import sqlite3
 import urllib.error
 import urllib.request
 
@@ -92,7 +93,11 @@ def test_server_answers_on_loopback_and_refreshes(fresh_campaign):
         assert status == 200 and "160 results" in page and "fetch('/version'" in page
         _, version = _get(server.url + "version")
         assert _get(server.url + "version")[1] == version  # stable while nothing changes
-        write_shard(fresh_campaign, 2)  # a new shard lands
+        write_shard(fresh_campaign, 2)  # a new shard lands, then the ledger names it
+        with sqlite3.connect(fresh_campaign / "ledger.sqlite") as con:
+            con.execute(
+                "UPDATE batches SET status='done', shard='results/part-00000002.parquet' WHERE batch_id=2"
+            )
         _, new_version = _get(server.url + "version")
         assert new_version != version
         _, page = _get(server.url)

@@ -37,3 +37,19 @@ def test_resume_with_a_different_config_is_refused(tmp_path, one_device):
     changed = cfg.__class__(**{**cfg.__dict__, "seed": 1})
     with pytest.raises(ValueError, match=r"different config.*seed"):
         train(changed, tmp_path, devices=one_device)
+
+
+def test_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, one_device, caplog):
+    """A damaged newest checkpoint does not block resume: the previous one is used, and said."""
+    train(tiny_config(updates=4, chunk=2), tmp_path, devices=one_device)
+    ckpts = tmp_path / "train" / "checkpoints"
+    assert sorted(int(p.name) for p in ckpts.iterdir() if p.name.isdigit()) == [2, 4]
+    for path in (ckpts / "4").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"\0garbage")  # every file of the newest checkpoint damaged
+    with caplog.at_level("WARNING", logger="drivesim.train"):
+        resumed = train(tiny_config(updates=6, chunk=2), tmp_path, devices=one_device)
+    assert resumed.resumed_from == 2 and int(resumed.state.update) == 6
+    assert "checkpoint 4 could not be restored" in caplog.text
+    assert "resumed from checkpoint 2" in caplog.text
+    assert (tmp_path / "train" / "corrupt-checkpoints").is_dir()

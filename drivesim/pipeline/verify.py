@@ -1,0 +1,187 @@
+"""The files are the truth: reconcile a campaign's ledger with its result shards.
+
+Every done batch of the ledger names its shard, the shard's row count and its SHA-256
+(recorded after the shard is durable). :func:`check_campaign` checks each named shard
+exists, matches its checksum, opens as Parquet and holds the recorded rows; files in
+``results/`` that no done batch names (copies, leftovers of a batch redone later) are
+*stray*: never read, only reported. :func:`reconcile` (run at every start and resume) turns
+every missing or damaged batch back to pending so the run redoes it. ``drivesim verify DIR``
+prints the same check and exits non-zero on damage. Readers (query, summary, report) use
+:func:`named_shards`, so a stray file never adds rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pathlib
+import sqlite3
+from dataclasses import dataclass, field
+
+from drivesim.pipeline.ledger import LEDGER_NAME, Ledger
+
+RESULTS_DIR = "results"
+
+
+@dataclass
+class VerifyReport:
+    """Outcome of a check: ok / missing / damaged batches (id, shard, reason), stray files,
+    and done batches without a recorded checksum (ledgers older than the check)."""
+
+    directory: pathlib.Path
+    ok: list[int] = field(default_factory=list)
+    missing: list[tuple[int, str]] = field(default_factory=list)
+    damaged: list[tuple[int, str, str]] = field(default_factory=list)
+    stray: list[str] = field(default_factory=list)
+    unchecked: list[int] = field(default_factory=list)
+    pending: int = 0
+
+    @property
+    def clean(self) -> bool:
+        """No missing or damaged shard (stray files are not damage)."""
+        return not self.missing and not self.damaged
+
+    def lines(self) -> list[str]:
+        """Human-readable findings, one per line."""
+        out = [f"{len(self.ok)} done batches verified, {self.pending} not done yet"]
+        out += [f"missing shard: {shard} (batch {b})" for b, shard in self.missing]
+        out += [f"damaged shard: {shard} (batch {b}): {why}" for b, shard, why in self.damaged]
+        out += [f"stray file ignored (no ledger entry names it): {name}" for name in self.stray]
+        if self.unchecked:
+            n = len(self.unchecked)
+            out.append(f"{n} batches have no recorded checksum (Parquet footer checked)")
+        return out
+
+
+def file_sha256(path, chunk: int = 1 << 20) -> str:
+    """SHA-256 hex digest of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def shard_check(path) -> tuple[int, str]:
+    """(row count, SHA-256) of a freshly written shard, for ``Ledger.mark_done(check=...)``."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows, file_sha256(path)
+
+
+def _connect(directory: pathlib.Path, readonly: bool = False) -> sqlite3.Connection:
+    path = directory / LEDGER_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{directory}: no {LEDGER_NAME} (is it a campaign directory?)")
+    if readonly:
+        try:
+            con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+            con.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+            return con
+        except sqlite3.Error:
+            pass
+    return sqlite3.connect(path, timeout=30.0, isolation_level=None)
+
+
+def _done_rows(con: sqlite3.Connection) -> list[tuple]:
+    cols = {row[1] for row in con.execute("PRAGMA table_info(batches)")}
+    extra = "shard_rows, shard_sha256" if "shard_sha256" in cols else "NULL, NULL"
+    sql = f"SELECT batch_id, shard, {extra} FROM batches WHERE status='done' ORDER BY batch_id"
+    return list(con.execute(sql))
+
+
+def _check_one(path: pathlib.Path, rows: int | None, digest: str | None) -> str | None:
+    """Why the shard at ``path`` is damaged, or None when it is sound."""
+    import pyarrow.parquet as pq
+
+    if digest is not None:
+        try:
+            actual = file_sha256(path)
+        except OSError as exc:
+            return f"cannot read ({exc.strerror or exc})"
+        if actual != digest:
+            return f"checksum {actual[:12]}... differs from the recorded {digest[:12]}..."
+    try:
+        num_rows = pq.ParquetFile(path).metadata.num_rows
+    except Exception as exc:  # noqa: BLE001 - any failure to open is damage
+        return f"not a readable Parquet file ({type(exc).__name__}: {exc})"
+    if rows is not None and num_rows != rows:
+        return f"{num_rows} rows, the ledger recorded {rows}"
+    return None
+
+
+def check_campaign(directory) -> VerifyReport:
+    """Check every done batch's shard and list stray files (reads only)."""
+    directory = pathlib.Path(directory)
+    report = VerifyReport(directory)
+    con = _connect(directory, readonly=True)
+    try:
+        done = _done_rows(con)
+        report.pending = con.execute("SELECT COUNT(*) FROM batches WHERE status!='done'").fetchone()[0]
+    finally:
+        con.close()
+    named = set()
+    for batch_id, shard, rows, digest in done:
+        if not shard:
+            report.missing.append((batch_id, "(no shard recorded)"))
+            continue
+        named.add(pathlib.PurePath(shard).name)
+        path = directory / shard
+        if not path.is_file():
+            report.missing.append((batch_id, shard))
+            continue
+        why = _check_one(path, rows, digest)
+        if why is not None:
+            report.damaged.append((batch_id, shard, why))
+            continue
+        report.ok.append(batch_id)
+        if digest is None:
+            report.unchecked.append(batch_id)
+    results = directory / RESULTS_DIR
+    if results.is_dir():
+        for path in sorted(results.iterdir()):
+            if path.name not in named and not (path.name.startswith(".part-") and path.name.endswith(".tmp")):
+                report.stray.append(path.name)
+    return report
+
+
+def reconcile(directory) -> VerifyReport:
+    """Check the campaign and mark every missing or damaged batch pending (it is redone)."""
+    directory = pathlib.Path(directory)
+    if not (directory / LEDGER_NAME).is_file():
+        return VerifyReport(directory)
+    Ledger(directory).close()  # adds the checksum columns to an older ledger
+    report = check_campaign(directory)
+    bad = [b for b, _ in report.missing] + [b for b, _, _ in report.damaged]
+    if bad:
+        con = _connect(directory)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.executemany(
+                "UPDATE batches SET status='pending', shard=NULL, shard_rows=NULL, shard_sha256=NULL"
+                " WHERE batch_id=?",
+                [(b,) for b in bad],
+            )
+            con.executemany("DELETE FROM failures WHERE batch_id=?", [(b,) for b in bad])
+            con.execute("COMMIT")
+        finally:
+            con.close()
+    return report
+
+
+def named_shards(directory) -> list[pathlib.Path]:
+    """The shards the ledger names for done batches (existing files only), by batch id.
+
+    A directory without a ledger (shards copied on their own) falls back to every
+    ``results/part-*.parquet``.
+    """
+    directory = pathlib.Path(directory)
+    if not (directory / LEDGER_NAME).is_file():
+        results = directory / RESULTS_DIR
+        return sorted(p for p in results.glob("part-*.parquet") if p.is_file()) if results.is_dir() else []
+    con = _connect(directory, readonly=True)
+    try:
+        done = _done_rows(con)
+    finally:
+        con.close()
+    paths = [directory / shard for _, shard, _, _ in done if shard]
+    return [p for p in paths if p.is_file()]
