@@ -116,13 +116,12 @@ def validate_config(config, available_devices: int | None = None) -> None:
         raise ConfigError(f"chunk: expected an integer or 'auto', got {config.chunk!r}")
     if config.agents is not None and config.max_agents is not None and config.agents > config.max_agents:
         raise ConfigError(f"agents: {config.agents} is more than max_agents {config.max_agents}")
-    policy = config.policy
-    if policy.startswith("mlp:"):
-        path = pathlib.Path(policy.split(":", 1)[1])
-        if not path.is_file():
-            raise ConfigError(f"policy {policy!r}: {path} is not a file")
-    elif policy not in ("idm", "constant"):
-        raise ConfigError(f"policy: expected idm, constant or mlp:FILE, got {policy!r}")
+    from drivesim.pipeline.config import split_policy
+
+    try:
+        split_policy(config.policy)  # a registered name, NAME:ARG,... or package.module:NAME
+    except ValueError as err:
+        raise ConfigError(f"policy: {err}") from None
     if config.sweep and not pathlib.Path(config.sweep).is_file():
         raise ConfigError(f"sweep: {config.sweep} is not a file")
     _check_sources(config.sources)
