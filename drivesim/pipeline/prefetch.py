@@ -112,9 +112,14 @@ class Prefetcher:
                     return QueueItem(None, None, RuntimeError("stage thread ended without a result"))
 
     def close(self, timeout: float = 30.0) -> None:
-        """Stop the producer (and the stages upstream), drain the queue and join the thread."""
+        """Stop the producer (and the stages upstream), drain the queue and join the thread.
+        After ``abort`` a stuck thread is left behind after 2 s (the abort error says why)."""
         self._stop.set()
+        if self._aborted is not None:
+            timeout = min(timeout, 2.0)
         if self.upstream is not None:
+            if self._aborted is not None and self.upstream._aborted is None:
+                self.upstream._aborted = self._aborted
             self.upstream.close(timeout)
         while self._thread.is_alive():
             try:
@@ -125,6 +130,8 @@ class Prefetcher:
             self._thread.join(timeout=0.05)
             timeout -= 0.05
             if timeout <= 0:
+                if self._aborted is not None:
+                    return
                 raise PipelineError(f"{self._thread.name} did not stop")
 
     def __enter__(self):

@@ -67,7 +67,9 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
     size_class). ScenarioError (naming ``where`` and the column) when the rows do not share a
     bucket, a list does not fill its shape, or a vectorized check of the values fails.
     """
-    t = table.take(pa.array(np.asarray(rows, np.int64)))
+    rows = np.asarray(rows, np.int64)
+    contiguous = len(rows) > 0 and rows[-1] - rows[0] + 1 == len(rows) and bool(np.all(np.diff(rows) == 1))
+    t = table.slice(int(rows[0]), len(rows)) if contiguous else table.take(pa.array(rows))
     b = t.num_rows
     key = _common_key(t, where)
     dims = dict(zip(("N", "L", "P", "T"), key, strict=True))
