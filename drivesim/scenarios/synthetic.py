@@ -23,6 +23,7 @@ from drivesim.scenarios.record import ScenarioRecord
 __all__ = ["FAMILIES", "FamilyConfig", "generate", "generate_many", "highway", "intersection", "merge"]
 
 BLOCK = 64  # id batches are padded to a multiple of this (few compiled shapes)
+DEFAULT = FamilyConfig()
 
 
 @partial(jax.jit, static_argnames=("name", "cfg", "size"))
@@ -38,7 +39,7 @@ def size_classes(counts: np.ndarray) -> np.ndarray:
     return np.asarray(SIZE_CLASSES)[np.searchsorted(SIZE_CLASSES, np.maximum(counts, 1))]
 
 
-def generate_many(family: str, ids, cfg: FamilyConfig = FamilyConfig()) -> list[ScenarioRecord]:
+def generate_many(family: str, ids, cfg: FamilyConfig = DEFAULT) -> list[ScenarioRecord]:
     """Records of scenarios ``ids`` of ``family`` (in the order given), generated on the
     default device one size class at a time."""
     module = fam.family(family)
@@ -87,22 +88,22 @@ def to_record(batch: Scenario, row: int, family: str, points: int) -> ScenarioRe
     return ScenarioRecord(scenario=scenario, family=family, source="synthetic", name=f"{family}-{sid}")
 
 
-def generate(family: str, scenario_id: int, cfg: FamilyConfig = FamilyConfig()) -> ScenarioRecord:
+def generate(family: str, scenario_id: int, cfg: FamilyConfig = DEFAULT) -> ScenarioRecord:
     """Scenario ``scenario_id`` of ``family``; raises ValueError for an unknown family."""
     return generate_many(family, [scenario_id], cfg)[0]
 
 
-def highway(scenario_id: int, cfg: FamilyConfig = FamilyConfig()) -> ScenarioRecord:
+def highway(scenario_id: int, cfg: FamilyConfig = DEFAULT) -> ScenarioRecord:
     """Straight multi-lane highway (see drivesim.scenarios.families.highway)."""
     return generate("highway", scenario_id, cfg)
 
 
-def merge(scenario_id: int, cfg: FamilyConfig = FamilyConfig()) -> ScenarioRecord:
+def merge(scenario_id: int, cfg: FamilyConfig = DEFAULT) -> ScenarioRecord:
     """On-ramp merge (see drivesim.scenarios.families.merge)."""
     return generate("merge", scenario_id, cfg)
 
 
-def intersection(scenario_id: int, cfg: FamilyConfig = FamilyConfig()) -> ScenarioRecord:
+def intersection(scenario_id: int, cfg: FamilyConfig = DEFAULT) -> ScenarioRecord:
     """Unsignalised crossing (see drivesim.scenarios.families.intersection)."""
     return generate("intersection", scenario_id, cfg)
 
