@@ -34,8 +34,9 @@ from drivesim.pipeline.config import (
     write_config,
 )
 from drivesim.pipeline.devices import DeviceRunner, block
+from drivesim.pipeline.generated import make_planner
 from drivesim.pipeline.ledger import Ledger
-from drivesim.pipeline.plan import HostWork, Planner, PlanSettings
+from drivesim.pipeline.plan import HostWork, PlanSettings
 from drivesim.pipeline.prefetch import Prefetcher, chain
 from drivesim.pipeline.timing import BatchEvent, PhaseTimes, Stopwatch, host_rss_bytes
 
@@ -166,7 +167,7 @@ class _Runner:
             math.ceil(self.config.batch_size / d) * d,
             self.config.loader_threads,
         )
-        planner = Planner(self.source, self.directory, settings, self.positions)
+        planner = make_planner(self.source, self.directory, settings, self.positions)
         host = Prefetcher(planner, self.config.prefetch, name="drivesim-loader")
         stage = chain(host, self._to_device, depth=2)
         writer = _Writer(self.directory, self.process_index, self.spec.names, self.events)
