@@ -3,6 +3,7 @@ bit, on any device count and backend; a second batch of the same shape does not 
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
@@ -29,9 +30,7 @@ def host_reference():
     return simulate(batch, idm_policy(), SIM)
 
 
-@pytest.mark.parametrize(
-    ("devices", "backend"), [(1, "sharding"), (2, "sharding"), (8, "sharding"), (3, "shard_map")]
-)
+@pytest.mark.parametrize(("devices", "backend"), [(1, "sharding"), (8, "sharding"), (3, "shard_map")])
 def test_generated_equals_host_path(fma_free, assert_bitwise, host_reference, devices, backend):
     executor = Executor(ExecutorConfig(devices=devices, backend=backend), SIM)
     got = executor.simulate(id_batch("merge", IDS, CFG.seed, CFG, 8), idm_policy())
@@ -41,11 +40,12 @@ def test_generated_equals_host_path(fma_free, assert_bitwise, host_reference, de
 def test_chunks_and_padding_rows_change_nothing(fma_free, assert_bitwise, host_reference):
     executor = Executor(ExecutorConfig(devices=2, chunk=2), SIM)
     got = executor.simulate(id_batch("merge", IDS, CFG.seed, CFG, 8, rows=20), idm_policy())
-    assert_bitwise(got, host_reference)
+    assert not np.asarray(got.steps)[13:].any()  # padding rows (id -1) are not simulated
+    assert_bitwise(jax.tree_util.tree_map(lambda a: np.asarray(a)[:13], got), host_reference)
 
 
 def test_second_batch_of_same_shape_does_not_recompile(fma_free):
-    executor = Executor(ExecutorConfig(devices=2), SIM)
+    executor = Executor(ExecutorConfig(devices=8), SIM)
     executor.simulate(id_batch("merge", IDS, CFG.seed, CFG, 8), idm_policy())
     traces = generated.TRACES[("merge", 8)]
     other = executor.simulate(id_batch("merge", IDS + 100, CFG.seed + 1, CFG, 8), idm_policy())

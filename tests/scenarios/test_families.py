@@ -59,7 +59,7 @@ def test_family_statistics(family_batch):
         assert (counts <= 16).sum() >= 40 and (counts > 64).sum() >= 10
     lanes = batch.road.lane_valid.sum(axis=1)
     expected = {"highway": (2, 5), "merge": (2, 5), "intersection": (4, 8)}[name]
-    assert lanes.min() == expected[0] and lanes.max() == expected[1]
+    assert expected[0] <= lanes.min() and lanes.max() <= expected[1] and len(np.unique(lanes)) >= 3
     length, width, speed = ag.length[valid], ag.width[valid], ag.speed[valid]
     trucks = length > 7.0
     assert 0.05 < trucks.mean() < 0.15
@@ -84,14 +84,17 @@ def test_stop_lines_and_conflict_zones(family_batch):
 
 def test_start_is_calm(family_batch):
     """Agents start at or above their IDM equilibrium gap: < 1% brake harder than -4 m/s^2
-    on step 0, and the initial accel field is close to what the engine applies."""
+    on step 0, and the initial accel field is close to what the engine applies (so the
+    step-0 jerk is below 10 m/s^3 for almost every agent)."""
     name, batch, accel = family_batch
     valid = batch.agents.valid & (np.arange(128)[None] != batch.ego_index[:, None])
     hard = (accel < -4.0)[valid].mean()
     assert hard < 0.01, f"{name}: {hard:.2%} of agents brake harder than -4 m/s^2 on step 0"
     assert (batch.agents.accel[valid] > -4.0).mean() > 0.99
-    close = np.abs(accel - batch.agents.accel)[valid] < 0.5
-    assert close.mean() > 0.9, f"{name}: initial accel matches the engine's step 0 in {close.mean():.1%}"
+    # the field uses IDM's clamped desired gap; the engine's step 0 may differ by that clamp
+    # (a faster leader) or another leader choice, but not by a start from zero (jerk artefact)
+    close = np.abs(accel - batch.agents.accel)[valid] < 1.0
+    assert close.mean() > 0.95, f"{name}: initial accel within 1 m/s^2 of step 0 in {close.mean():.1%}"
 
 
 @pytest.mark.parametrize("name", FAMILY_NAMES)
