@@ -20,7 +20,16 @@ from drivesim.scenarios.batching import SIZE_CLASSES, size_class
 from drivesim.scenarios.families.common import FamilyConfig
 from drivesim.scenarios.record import ScenarioRecord
 
-__all__ = ["FAMILIES", "FamilyConfig", "generate", "generate_many", "highway", "intersection", "merge"]
+__all__ = [
+    "FAMILIES",
+    "FamilyConfig",
+    "generate",
+    "generate_many",
+    "generate_positions",
+    "highway",
+    "intersection",
+    "merge",
+]
 
 BLOCK = 64  # id batches are padded to a multiple of this (few compiled shapes)
 DEFAULT = FamilyConfig()
@@ -55,6 +64,24 @@ def generate_many(family: str, ids, cfg: FamilyConfig = DEFAULT) -> list[Scenari
         for k, row in enumerate(rows):
             out[row] = to_record(batch, k, family, module.POINTS)
     return out
+
+
+def generate_positions(
+    families: list[str], count: int, cfg: FamilyConfig = DEFAULT, first_id: int = 0, block: int = 4096
+):
+    """Records of positions 0..count-1 in order (position p: family ``families[p % F]``, id
+    ``first_id + p``, as SyntheticSource), generated on the device ``block`` positions at a time."""
+    for start in range(0, count, block):
+        positions = np.arange(start, min(start + block, count))
+        out: list[ScenarioRecord | None] = [None] * len(positions)
+        for k, name in enumerate(families):
+            rows = np.flatnonzero(positions % len(families) == k)
+            if rows.size:
+                for row, record in zip(
+                    rows, generate_many(name, first_id + positions[rows], cfg), strict=True
+                ):
+                    out[row] = record
+        yield from out
 
 
 def to_record(batch: Scenario, row: int, family: str, points: int) -> ScenarioRecord:
