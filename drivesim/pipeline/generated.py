@@ -68,7 +68,7 @@ class GeneratedPlanner(Planner):
         for k, name in enumerate(src.families):
             rows = which == k
             if rows.any():
-                counts[rows] = agent_counts(name, src.first_id + positions[rows], src.config, src.seed)
+                counts[rows] = agent_counts(name, src.first_id + positions[rows], src.config, src.config.seed)
         return counts
 
     def plan_window(self, start: int, stop: int) -> list[PlannedBatch]:
