@@ -110,6 +110,6 @@ class GeneratedPlanner(Planner):
                 ]
                 return HostWork(batch.batch_id, 0, None, [], failed, sw.seconds)
             scenario = id_batch(
-                family, ids, src.seed, src.config, batch.size_class, self.settings.padded_batch
+                family, ids, src.config.seed, src.config, batch.size_class, self.settings.padded_batch
             )
         return HostWork(batch.batch_id, batch.size_class, scenario, infos, [], sw.seconds)
