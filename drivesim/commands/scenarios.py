@@ -81,13 +81,15 @@ def register(app: typer.Typer) -> None:
         """Generate COUNT synthetic scenarios into a store (deterministic per id and seed)."""
         from drivesim.scenarios.sources import SyntheticSource
         from drivesim.scenarios.store import write_store
+        from drivesim.scenarios.synthetic import generate_positions
 
         try:
             source = SyntheticSource(family.split(","), count, seed, first_id)
         except ValueError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
-        written = write_store(out, (source.load(p) for p in range(len(source))), row_group_size=row_group)
+        records = generate_positions(source.families, count, source.config, first_id)  # on the device
+        written = write_store(out, records, row_group_size=row_group)
         typer.echo(f"wrote {written} scenarios ({source.describe()}) to {out}")
 
     @scen_app.command("convert")

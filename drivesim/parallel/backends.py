@@ -22,6 +22,7 @@ from jax.sharding import PartitionSpec
 
 from drivesim.core.rollout import rollout_batch
 from drivesim.core.types import SimConfig
+from drivesim.parallel.generated import materialize
 from drivesim.parallel.mesh import DATA, data_sharding, replicated
 
 BACKENDS = ("sharding", "shard_map", "pmap")
@@ -36,10 +37,15 @@ class ProgramKey:
     donate: bool
 
 
+def _rollout(batch, policy, config: SimConfig, devices: int):
+    """rollout_batch of a Scenario batch, or of the scenarios an IdBatch generates."""
+    return rollout_batch(materialize(batch), policy, config=config, devices=devices)
+
+
 def _batch_fn(sim: SimConfig, sweep: bool, devices: int = 1):
     """(batch (b, ...), policy) -> metrics (b,), or (P, b) for stacked policies; ``devices``:
     how many devices share the batch b (1 where the function sees one device's shard)."""
-    one = partial(rollout_batch, config=sim, devices=devices)
+    one = partial(_rollout, config=sim, devices=devices)
     if not sweep:
         return one
     return lambda batch, policies: jax.vmap(one, in_axes=(None, 0))(batch, policies)

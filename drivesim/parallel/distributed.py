@@ -116,6 +116,8 @@ def _shape_of(batch: Scenario) -> list[int]:
 def agree_batch(batch: Scenario) -> tuple[Scenario, int]:
     """Pad a process-local host batch to the (N, L, P, T) every process agrees on (the
     maximum); returns it and the largest local row count over all processes."""
+    if not isinstance(batch, Scenario):  # an id batch (drivesim.parallel.generated): rows only
+        return batch, _max_over_processes([int(np.shape(batch.valid)[0])])[0]
     mine = _shape_of(batch)
     agreed = _max_over_processes(mine)
     if agreed[1:] == mine[1:]:

@@ -28,7 +28,6 @@ from drivesim.parallel.memory import host_rss
 from drivesim.pipeline import fingerprint, sessions, verify
 from drivesim.pipeline import results as res
 from drivesim.pipeline import sources as src
-from drivesim.pipeline.columnar import planner_for
 from drivesim.pipeline.config import (
     CONFIG_NAME,
     CampaignConfig,
@@ -38,6 +37,7 @@ from drivesim.pipeline.config import (
     write_config,
 )
 from drivesim.pipeline.devices import DeviceRunner, block
+from drivesim.pipeline.generated import make_planner
 from drivesim.pipeline.ledger import Ledger
 from drivesim.pipeline.lock import CampaignLock, remove_dead_temporaries
 from drivesim.pipeline.plan import HostWork, PlanSettings
@@ -188,7 +188,7 @@ class _Runner:
             padded_batch=math.ceil(self.config.batch_size / d) * d,
             loader_threads=self.config.loader_threads,
         )
-        planner = planner_for(self.source, self.directory, settings, self.positions)
+        planner = make_planner(self.source, self.directory, settings, self.positions)
         host = Prefetcher(planner, self.config.prefetch, name="drivesim-loader")
         stage = chain(host, self._to_device, depth=2)
         writer = _Writer(self.directory, self.process_index, self.spec.names, self.events)

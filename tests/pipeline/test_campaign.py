@@ -105,7 +105,7 @@ def test_bad_scenarios_recorded_as_failed_and_campaign_goes_on(tmp_path):
     assert [r["scenario_id"] for r in failed] == [5, 17, 33, 40]
     reasons = {r["scenario_id"]: r["error"] for r in failed}
     assert "malformed" in reasons[17] and "17" in reasons[17]
-    assert "size class" in reasons[33]
+    assert "class" in reasons[33] and "200" in reasons[33]  # 200 agents: no size class fits
     assert "x" in reasons[5]
     ok = results.query(tmp_path, "SELECT count(*) AS n FROM results WHERE status='ok'").column("n")[0].as_py()
     assert ok == 44

@@ -26,9 +26,12 @@ def test_deterministic_per_id_and_seed():
 
 
 def test_highway_unchanged():
+    """The generator's output is pinned: changing it must be deliberate (stores and recorded
+    campaigns name scenarios by id)."""
     rec = highway(5)
-    assert rec.name == "highway-5" and rec.num_agents == 125
-    np.testing.assert_allclose(rec.scenario.agents.x[:2], [-66.49042, -65.94809], rtol=1e-6)
+    assert rec.name == "highway-5" and rec.num_agents == 47
+    assert rec.scenario.road.centers.shape == (2, 2, 2)  # real lanes and points only
+    np.testing.assert_allclose(rec.scenario.agents.x[:2], [-103.26664, -219.68831], rtol=1e-6)
 
 
 def test_agent_counts_are_ragged_and_valid():
@@ -60,10 +63,10 @@ def test_idm_traffic_is_plausible():
     from drivesim.core.types import SimConfig
     from drivesim.scenarios.batching import pad_and_stack
 
-    cfg = FamilyConfig(min_agents=8, max_agents=32)
+    cfg = FamilyConfig(min_agents=8, max_agents=32, steps=300)  # calm starts: minor agents start further back
     records = [generate(f, i, cfg) for f in ("merge", "intersection") for i in range(8)]
     batch = pad_and_stack([r.scenario for r in records], num_agents=32)
-    m, traj = simulate_trajectory(batch, idm_policy(), SimConfig(num_steps=120))
+    m, traj = simulate_trajectory(batch, idm_policy(), SimConfig(num_steps=300))
     assert not np.asarray(m.has_nan).any()
     assert np.isfinite(np.asarray(m.progress_m)).all() and (np.asarray(m.progress_m) > 0).all()
     assert (np.asarray(m.collision_pairs) > 0).sum() <= 1

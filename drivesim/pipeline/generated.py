@@ -1,0 +1,117 @@
+"""The loader stage of a synthetic campaign: id batches instead of host scenario batches.
+
+A synthetic source's scenarios are generated on the devices inside the rollout program (see
+drivesim.parallel.generated), so planning a window needs only each position's family and
+agent size class. Those come from one vectorized draw over the window's ids (the integer
+agent-count draw the generator itself makes); positions are grouped by (family, size class) in
+position order and cut into batches of ``batch_size``. The plan is a pure function of the
+window, so a resumed run rebuilds the same batches. Set ``DRIVESIM_HOST_SYNTHETIC=1`` to run
+synthetic sources through the host path instead (for comparisons).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from drivesim.parallel.generated import id_batch
+from drivesim.pipeline.columnar import planner_for
+from drivesim.pipeline.ledger import Ledger, PlannedBatch
+from drivesim.pipeline.plan import HostWork, Planner
+from drivesim.pipeline.results import ScenarioInfo
+from drivesim.pipeline.timing import Stopwatch
+from drivesim.scenarios.batching import SIZE_CLASSES
+from drivesim.scenarios.families import agent_counts
+from drivesim.scenarios.sources import SyntheticSource
+
+
+def make_planner(source, directory, settings, positions) -> Planner:
+    """The planner of a campaign: id batches for a synthetic source, whole-column batches for
+    a store (drivesim.pipeline.columnar), host batches record by record otherwise."""
+    if isinstance(source, SyntheticSource) and os.environ.get("DRIVESIM_HOST_SYNTHETIC") != "1":
+        return GeneratedPlanner(source, directory, settings, positions)
+    return planner_for(source, directory, settings, positions)
+
+
+class GeneratedPlanner(Planner):
+    """Produces HostWork whose ``scenario`` is an IdBatch, window by window (loader thread)."""
+
+    source: SyntheticSource
+
+    def __call__(self, stop: threading.Event):
+        ledger = Ledger(self.directory)
+        try:
+            for window_id, start, stop_pos in self.windows():
+                if ledger.window_planned(window_id):
+                    batches, done = ledger.open_batches(window_id), set()
+                else:
+                    batches, done = self.plan_window(start, stop_pos), ledger.done_ids(window_id)
+                for batch in batches:
+                    if stop.is_set():
+                        return
+                    if batch.batch_id in done:
+                        continue
+                    ledger.record_batch(window_id, batch)
+                    yield batch.batch_id, self.work(batch)
+                if not ledger.window_planned(window_id):
+                    ledger.record_plan(window_id, window_id, stop_pos, batches)
+        finally:
+            ledger.close()
+
+    def _family(self, positions: np.ndarray) -> np.ndarray:
+        return positions % len(self.source.families)
+
+    def _counts(self, positions: np.ndarray) -> np.ndarray:
+        """Real agent count (n,) of each position (vectorized per family)."""
+        src, counts = self.source, np.zeros(len(positions), np.int64)
+        which = self._family(positions)
+        for k, name in enumerate(src.families):
+            rows = which == k
+            if rows.any():
+                counts[rows] = agent_counts(name, src.first_id + positions[rows], src.config, src.config.seed)
+        return counts
+
+    def plan_window(self, start: int, stop: int) -> list[PlannedBatch]:
+        """Batches of positions [start, stop): per (family, size class) in position order,
+        cut into batch_size; scenarios larger than every class form one failed batch
+        (size class 0). Sorted by batch id."""
+        positions = np.arange(start, stop)
+        counts = self._counts(positions)
+        fits = counts <= SIZE_CLASSES[-1]
+        classes = np.zeros(len(positions), np.int64)
+        classes[fits] = np.asarray(SIZE_CLASSES)[np.searchsorted(SIZE_CLASSES, np.maximum(counts[fits], 1))]
+        which, size = self._family(positions), self.settings.batch_size
+        batches = []
+        for key in np.unique(which * 1024 + classes):
+            group = positions[(which * 1024 + classes) == key]
+            step = len(group) if key % 1024 == 0 else size
+            for k in range(0, len(group), step):
+                part = group[k : k + step]
+                batches.append(PlannedBatch(int(part[0]), tuple(int(p) for p in part), int(key % 1024)))
+        return sorted(batches, key=lambda b: b.batch_id)
+
+    def work(self, batch: PlannedBatch) -> HostWork:
+        """HostWork of a planned batch: an IdBatch padded to the padded batch length."""
+        with Stopwatch() as sw:
+            src = self.source
+            positions = np.asarray(batch.positions, np.int64)
+            family = src.families[int(positions[0]) % len(src.families)]
+            ids = src.first_id + positions
+            counts = self._counts(positions)
+            infos = [
+                ScenarioInfo(int(p), family, "synthetic", f"{family}-{i}", int(n), batch.size_class)
+                for p, i, n in zip(positions, ids, counts, strict=True)
+            ]
+            if batch.size_class == 0:
+                reason = f"ScenarioError: agents exceeds the largest class {SIZE_CLASSES[-1]}"
+                failed = [
+                    (ScenarioInfo(i.scenario_id, family, "synthetic", i.name, None, None), reason)
+                    for i in infos
+                ]
+                return HostWork(batch.batch_id, 0, None, [], failed, sw.seconds)
+            scenario = id_batch(
+                family, ids, src.config.seed, src.config, batch.size_class, self.settings.padded_batch
+            )
+        return HostWork(batch.batch_id, batch.size_class, scenario, infos, [], sw.seconds)

@@ -1,0 +1,79 @@
+"""Synthetic scenario families as pure JAX functions of (campaign seed, family, scenario id).
+
+Each family is a module with ``NAME``, ``LOG_UNIFORM`` (how its agent count is drawn),
+``POINTS`` (points per lane polyline before padding) and ``build(seed, scenario_id, cfg,
+size) -> Scenario`` (one scenario padded to ``size`` agent slots, ``common.LANES`` lanes and
+``common.POINTS`` points). Everything here runs inside jit; nothing touches files.
+
+    batch = generate_batch("merge", seed, ids, FamilyConfig(), size=32)   # ids (B,) int32
+
+Ids are grouped by size class first, from :func:`agent_counts` (the same integer draw the
+generator makes, run here on the host CPU device).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from drivesim.core.types import Scenario, replace
+from drivesim.scenarios.families import common, highway, intersection, merge
+from drivesim.scenarios.families.common import FamilyConfig
+
+FAMILIES = {m.NAME: m for m in (highway, merge, intersection)}
+
+__all__ = ["FAMILIES", "FamilyConfig", "agent_counts", "build", "family", "generate_batch", "count_of"]
+
+
+def family(name: str):
+    """The module of family ``name``; ValueError naming the known ones otherwise."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ValueError(f"unknown synthetic family {name!r}; known: {sorted(FAMILIES)}") from None
+
+
+def build(name: str, seed, scenario_id, cfg: FamilyConfig, size: int) -> Scenario:
+    """One scenario (traced seed and id; static family, config and size class)."""
+    return family(name).build(seed, scenario_id, cfg.static(), size)
+
+
+def count_of(name: str, seed, scenario_id, cfg: FamilyConfig):
+    """Real agent count () int32 of a scenario (traced seed and id)."""
+    key = common.scenario_key(seed, name, scenario_id)
+    return common.agent_count(key, cfg, family(name).LOG_UNIFORM)
+
+
+def generate_batch(name: str, seed, ids, cfg: FamilyConfig, size: int) -> Scenario:
+    """Scenarios ``ids`` (B,) int32 of campaign ``seed`` (() or (B,) uint32), padded to ``size``
+    agents; a scenario whose count exceeds ``size`` (or whose id is < 0) has valid=False."""
+    seeds = jnp.broadcast_to(jnp.asarray(seed, jnp.uint32), jnp.shape(ids))
+    one = lambda s, i: build(name, s, i, cfg, size)  # noqa: E731
+    batch = jax.vmap(one)(seeds, ids)
+    fits = jax.vmap(lambda s, i: count_of(name, s, i, cfg))(seeds, ids) <= size
+    return replace(batch, valid=batch.valid & fits)
+
+
+def _count_fn(name: str, cfg: FamilyConfig):
+    key = (name, cfg.static())
+    if key not in _COUNT_FNS:
+        _COUNT_FNS[key] = jax.jit(jax.vmap(lambda s, i: count_of(name, s, i, cfg), in_axes=(None, 0)))
+    return _COUNT_FNS[key]
+
+
+_COUNT_FNS: dict = {}
+
+
+def agent_counts(name: str, ids, cfg: FamilyConfig, seed: int | None = None) -> np.ndarray:
+    """Real agent counts (B,) int32 of scenarios ``ids`` (host, vectorized; computed on the
+    CPU device with integer operations only, so equal to the generator's own draw)."""
+    ids = np.asarray(ids, np.int64)
+    if ids.size and (ids.min() < 0 or ids.max() > 2**31 - 1):
+        raise ValueError(f"synthetic scenario ids must be in [0, 2^31): got {ids.min()}..{ids.max()}")
+    if cfg.num_agents is not None:
+        return np.full(ids.shape, cfg.num_agents, np.int32)
+    seed = cfg.seed if seed is None else seed
+    with jax.default_device(jax.devices("cpu")[0]):
+        out = _count_fn(name, cfg)(np.uint32(seed), ids.astype(np.int32))
+    return np.asarray(out)

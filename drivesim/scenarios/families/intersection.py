@@ -1,0 +1,92 @@
+"""Two two-way roads crossing (unsignalised) at 70-110 degrees.
+
+The major road A has priority; agents on the minor road B (25-50% of a log-uniform count)
+approach a stop line and yield while an A agent is near the junction; they start far enough
+back to stop there at IDM's comfortable deceleration. 1-2 lanes per direction, straight
+routes, urban speeds (major 8-16 m/s, minor 0-8 m/s, desired 11-17 m/s); queues at 1.0-1.4
+times the IDM equilibrium gap.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from drivesim.core.types import AgentState, Scenario, replace
+from drivesim.scenarios.families import common as c
+
+NAME = "intersection"
+LOG_UNIFORM = True
+POINTS = 2
+
+
+def _lanes(la, lb, beta, w):
+    """Per lane slot (LANES,): unit direction (LANES, 2), right offset (LANES, 2), whether on
+    road B, whether real. Slots: A forward (la), A backward (la), B forward, B backward."""
+    i = jnp.arange(c.LANES)
+    on_b = i >= 2 * la
+    j = jnp.where(on_b, i - 2 * la, i)
+    count = jnp.where(on_b, lb, la)
+    sign = jnp.where(j < count, 1.0, -1.0)
+    k = jnp.where(j < count, j, j - count).astype(c.F32)
+    angle = jnp.where(on_b, beta, 0.0)
+    u = sign[:, None] * jnp.stack([jnp.cos(angle), jnp.sin(angle)], axis=-1)
+    right = jnp.stack([u[:, 1], -u[:, 0]], axis=-1) * ((k + 0.5) * w)[:, None]
+    return u, right, on_b, i < 2 * (la + lb)
+
+
+def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
+    """Scenario ``scenario_id`` of campaign ``seed`` (traced ints), padded to ``size`` agents."""
+    key = c.scenario_key(seed, NAME, scenario_id)
+    n = c.agent_count(key, cfg, LOG_UNIFORM)
+    d = c.Draws(key, size)
+    slot = jnp.arange(size)
+    valid = slot < n
+    w = d.s(2, 3.2, 3.6)
+    beta = d.s(3, jnp.radians(70.0), jnp.radians(110.0))
+    la, lb = d.si(4, 1, 3), d.si(5, 1, 3)
+    radius = jnp.hypot(la * w, lb * w) / jnp.sin(beta) + 2.0
+    n_b = jnp.clip(jnp.round(n * d.s(6, 0.25, 0.5)).astype(jnp.int32), 1, n - 1)
+    minor = valid & (slot >= n - n_b)
+    length, width = c.draw_sizes(d)
+    speed = jnp.where(minor, d.u(8, 0.0, 8.0), d.u(9, 8.0, 16.0))
+    idm = c.draw_idm(d)
+    idm = c.cap_speed(speed, replace(idm, v0=d.u(10, 11.0, 17.0)))
+    count_a, total = 2 * la, 2 * (la + lb)
+    route = jnp.where(minor, d.i(11, count_a, total), d.i(11, 0, count_a))
+    q = c.queue(d, 12, route, valid, length, speed, idm)
+    stop_gap = c.equilibrium_gap(speed, jnp.zeros(size), idm) * d.u(13, 1.0, 1.4)
+    head_gap = q.of_head(route, jnp.maximum(stop_gap, d.u(14, 8.0, 40.0)))
+    minor_front = -radius - head_gap - 0.5 * q.of_head(route, length)
+    major_front = c.quantize(d.lane(15, -60.0, 80.0))[route]
+    rel = jnp.where(minor, minor_front, major_front) + q.from_head(route)
+    half = jnp.maximum(300.0, -jnp.min(jnp.where(valid, rel, 0.0)) + 150.0)
+    u, right, _on_b, lane_valid = _lanes(la, lb, beta, w)
+    lines = jnp.stack([right - half * u, right + half * u], axis=1)
+    xy = right[route] + rel[:, None] * u[route]
+    heading = jnp.arctan2(u[route, 1], u[route, 0])
+    diag = jnp.stack([1.0 + jnp.cos(beta), jnp.sin(beta)])
+    angle = d.s(7, -jnp.pi, jnp.pi)
+    xy = c.rotate(xy, angle)
+    agents = AgentState(
+        x=xy[:, 0],
+        y=xy[:, 1],
+        heading=heading + angle,
+        speed=speed,
+        accel=c.idm_accel(speed, q.lead_gap, q.lead_speed, idm),
+        length=length,
+        width=width,
+        valid=valid,
+        route=route,
+    )
+    road_map = c.road(
+        c.edge_pad(c.rotate(lines, angle)),
+        jnp.full(c.LANES, w),
+        lane_valid,
+        c.rotate(diag / jnp.sqrt(jnp.sum(diag * diag)), angle),
+        jnp.zeros(2),
+        radius,
+    )
+    stop_s = jnp.where(minor, half - radius, jnp.inf)
+    return c.scenario(
+        d, cfg, agents=agents, idm=idm, stop_s=stop_s, road_map=road_map, n=n, scenario_id=scenario_id
+    )
