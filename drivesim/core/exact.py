@@ -39,8 +39,26 @@ def route_separation(centers: Array, ok: Array) -> Array:
     cross = u[:, None, 0] * u[None, :, 1] - u[:, None, 1] * u[None, :, 0]
     rel = p[None, :] - p[:, None]
     sep = jnp.abs(-rel[..., 0] * u[:, None, 1] + rel[..., 1] * u[:, None, 0])
-    parallel = straight[:, None] & straight[None, :] & (jnp.abs(cross) < 1e-6)
+    parallel = straight[:, None] & straight[None, :] & (jnp.abs(cross) < 1e-5)
     return jnp.where(parallel, sep, 0.0).astype(jnp.float32)
+
+
+GROUP_SEPARATION = 2.5  # [m] parallel straight routes this far apart are ordered apart
+
+
+def route_groups(sep: Array, real: Array) -> Array:
+    """(L,) float32 group of each route: connected components of "routes closer than
+    GROUP_SEPARATION or not parallel" among ``real`` (L,) bool routes (valid, with a real
+    segment) (label = smallest route index). Agents are sorted
+    by (group, position): on a straight multi-lane road each lane is its own group, so an
+    agent's leader is its next neighbour in the order."""
+    num = sep.shape[0]
+    joined = (sep < GROUP_SEPARATION) & real[:, None] & real[None, :]  # padding lanes stay alone
+    joined = joined | jnp.eye(num, dtype=bool)
+    label = jnp.arange(num, dtype=jnp.float32)
+    for _ in range(num):
+        label = jnp.min(jnp.where(joined, label[None, :], jnp.inf), axis=1)
+    return label
 
 
 def _shift(values: Array, offset: int, fill) -> Array:
@@ -93,9 +111,16 @@ def window_certified(a, proj, lead_gap: Array, reach: Array, sep: Array, axis: A
     reach_along = jnp.where(ta == 0.0, 0.0, bound * ta)
     hi = corridor + jnp.where(forward, reach_along, 0.0)
     lo = -corridor + jnp.where(forward, 0.0, reach_along)
-    lead_ok = (ahead_min - key > hi) & (behind_max - key < lo)
-    # collisions: pairs (i, j) with j more than ``window`` places after i
-    coll_ok_route = own_sep - 2.0 * drift > reach + EPS
+    none_ahead, none_behind = ahead_min == jnp.inf, behind_max == -jnp.inf  # (inf > inf is False)
+    lead_ok = (none_ahead | (ahead_min - key > hi)) & (none_behind | (behind_max - key < lo))
+    # collisions: pairs (i, j) with j more than ``window`` places after i; parallel routes
+    # farther apart than twice the largest lateral reach (centre offset + half the box's
+    # extent across the lane) cannot hold overlapping boxes
+    cos_rel = jnp.abs(a.cos_h * proj.tx + a.sin_h * proj.ty)
+    sin_rel = jnp.abs(a.cos_h * proj.ty - a.sin_h * proj.tx)
+    across = jnp.abs(proj.d) + 0.5 * (a.width * cos_rel + a.length * sin_rel)
+    lateral_reach = jnp.max(jnp.where(a.valid, across, 0.0))
+    coll_ok_route = own_sep > 2.0 * lateral_reach + EPS
     far = _shift(suffix_min, window + 1, jnp.inf)
     coll_min = jnp.min(jnp.where(coll_ok_route, jnp.inf, far), axis=0)
     coll_ok = coll_min - key > reach + EPS

@@ -1,8 +1,10 @@
 """One scenario over time (``lax.scan``); batches are ``vmap`` of the same function.
 
-``reset`` sorts a scenario's agents along the road axis once; ``advance`` is one step
-(controls -> bicycle model -> odd-even re-sort -> metrics). ``rollout`` scans ``advance``
-and returns per-scenario metrics only; ``rollout_trajectory`` also returns the states.
+``reset`` sorts a scenario's agents by (route group, position along the road axis) once
+(core.exact.route_groups: each lane of a straight multi-lane road is its own group);
+``advance`` is one step (controls -> bicycle model -> odd-even re-sort -> metrics).
+``rollout`` scans ``advance`` and returns per-scenario metrics only;
+``rollout_trajectory`` also returns the states.
 The RL environment (drivesim.train) drives the same ``advance`` with an external action.
 """
 
@@ -58,6 +60,7 @@ PROP_ROWS = (
     "agent_id",
     "replay",
     "route",
+    "group",
 )
 SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
 _BOOL_ROWS = {"base_valid", "is_ego", "replay"}
@@ -164,6 +167,9 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     dyn = dyn_fields(x, y, heading, ag.speed, ag.accel, valid)
     seg = agent_segments(scenario.road, ag.route)
     idm = scenario.idm
+    sep = exact.route_separation(scenario.road.centers, lane_ok(scenario.road.centers))
+    real = scenario.road.lane_valid & (jnp.sum(lane_ok(scenario.road.centers), axis=-1) > 0)
+    groups = exact.route_groups(sep, real)
     rows = [
         ag.length,
         ag.width,
@@ -180,18 +186,18 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         jnp.arange(n),
         replay,
         ag.route,
+        jnp.where(ag.valid, onehot @ groups, num_lanes),
     ]
     props = jnp.concatenate(
         [jnp.stack([f32(r) for r in rows])] + [getattr(seg, f) for f in SEG_FIELDS], axis=0
     )
     key = interactions.sort_key(x, y, ag.valid, scenario.road.sort_axis)
-    order = jnp.argsort(key, stable=True)
+    order = jnp.lexsort((key, props[PROP_ROWS.index("group")]))
     outcome = jnp.zeros(n, jnp.int32)
     agents = SortedAgents(**{k: v[order] for k, v in dyn.items()}, outcome=outcome, props=props[:, order])
     proj = project(agents.x, agents.y, agents.seg)
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     reach = jnp.max(jnp.where(ag.valid, diag, 0.0))
-    sep = exact.route_separation(scenario.road.centers, lane_ok(scenario.road.centers))
     leaders = _leader_state(agents, proj, scenario, config)
     certified = _certified(agents, proj, leaders["lead_gap"], reach, sep, scenario, config)
     return SimState(
@@ -291,7 +297,7 @@ def _leaders(state: SimState, scenario: Scenario, config: SimConfig):
 
 
 def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Array, step_index):
-    """Keep agents ordered along the sort axis with odd-even transposition passes.
+    """Keep agents ordered by (group, position along the sort axis) with odd-even passes.
 
     Standalone steps do one pass per step (parity t % 2). Inside a rollout the unbatched
     ``step_index`` drives it: one pass every ``resort_every`` steps, parities alternating,
@@ -301,7 +307,7 @@ def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Arra
 
     def one_pass(ag, parity):  # slots holding an agent keep their place while it is absent
         key = interactions.sort_key(ag.x, ag.y, ag.base_valid, axis)
-        return interactions.odd_even_pass(ag, key, parity)
+        return interactions.odd_even_pass(ag, key, parity, ag.props[PROP_ROWS.index("group")])
 
     if step_index is None:
         return one_pass(agents, t % 2)
