@@ -20,12 +20,10 @@ import argparse
 import pathlib
 import sys
 
-import jax
 import numpy as np
 
-from drivesim.bench.fidelity import Counts, compare, hard_braking_share, offroad_agent_steps
+from drivesim.bench.fidelity import Counts, compare, delivered_traces, hard_braking_share, offroad_agent_steps
 from drivesim.core.policies import idm_policy
-from drivesim.core.trace import trace_batch
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 
@@ -47,20 +45,8 @@ def commonroad_batch(folder: pathlib.Path):
     return pad_and_stack([r.scenario for r in records], num_agents=size)
 
 
-def traces(batch, steps: int):
-    """(window-only trace, delivered trace, fallback flags (B,)) as NumPy trees."""
-    policy = idm_policy()
-    win = jax.device_get(trace_batch(batch, policy, SimConfig(num_steps=steps, neighbours="window_only")))
-    flag = ~np.all(win.certified | ~win.active, axis=1)
-    if not flag.any():
-        return win, win, flag
-    ap = jax.device_get(trace_batch(batch, policy, SimConfig(num_steps=steps, neighbours="all_pairs")))
-    pick = lambda w, a: np.where(flag.reshape(flag.shape + (1,) * (w.ndim - 1)), a, w)  # noqa: E731
-    return win, jax.tree_util.tree_map(pick, win, ap), flag
-
-
 def measure(name: str, batch, steps: int) -> dict:
-    win, got, flag = traces(batch, steps)
+    win, got, flag = delivered_traces(batch, idm_policy(), SimConfig(num_steps=steps))
     valid = np.asarray(batch.valid)
     totals = {}
     for label, tr in (("window_only", win), ("window", got)):

@@ -4,7 +4,8 @@ It implements the documented model independently of drivesim.core: kinematic bic
 (explicit Euler), projection on the agent's own route polyline, IDM with a leader found by
 brute force over all agents, pure-pursuit lane keeping, the ego policies, the yield rule at
 conflict zones, oriented-box collisions over all pairs, and the metrics of RolloutMetrics.
-The sorted agent order (stable argsort once, then both odd-even passes every
+The sorted agent order (by (route group, position), see ``route_groups``; stable sort
+once, then both odd-even passes every
 ``resort_every`` steps, also after the episode ended) is kept only
 for what is defined on it: the MLP observation's neighbours. Metric definitions: min TTC
 against vehicle leaders only (stop lines excluded), jerk from step 1 on, off-road and the
@@ -172,6 +173,34 @@ def polygon_overlap(ci, cj):
     return False
 
 
+def route_groups(road, min_separation=2.5):
+    """Group of each route: routes are joined unless both are single straight segments,
+    parallel and at least ``min_separation`` apart (connected components, label = the
+    smallest route index); invalid routes stay alone."""
+    centers, valid = road["centers"], road["lane_valid"]
+    count = len(valid)
+    lines = []
+    for r in range(count):
+        pts = centers[r]
+        seg = np.diff(pts, axis=0)
+        real = np.hypot(seg[:, 0], seg[:, 1]) > 1e-6
+        k = int(np.argmax(real))
+        u = seg[k] / max(np.hypot(*seg[k]), 1e-12)
+        lines.append((real.sum() == 1, pts[k], u, real.any() and valid[r]))
+    label = np.arange(count)
+    for _ in range(count):
+        for r in range(count):
+            for q in range(count):
+                (sr, pr, ur, okr), (sq, pq, uq, okq) = lines[r], lines[q]
+                if not (okr and okq):
+                    continue
+                rel = pq - pr
+                parallel = sr and sq and abs(ur[0] * uq[1] - ur[1] * uq[0]) < 1e-5
+                if not (parallel and abs(-rel[0] * ur[1] + rel[1] * ur[0]) >= min_separation):
+                    label[r] = min(label[r], label[q])
+    return label
+
+
 # ----------------------------------------------------------------------------- rollout
 
 
@@ -224,7 +253,9 @@ class ReferenceSim:
         self.episode_length = int(scenario.episode_length)
         self.scenario_valid = bool(scenario.valid)
         self.margins: list = []
-        self.order = np.argsort(self._keys(), kind="stable")
+        self.group = route_groups(self.road)[self.route_id].astype(float)
+        self.group = np.where(self.valid, self.group, len(self.road["widths"]))
+        self.order = np.lexsort((self._keys(), self.group))
         self.ego_s0 = self.routes[self.ego].project(self.x[self.ego], self.y[self.ego])[0]
         self.leader_rank_gap = 0
         self.ever_hit = np.zeros(self.n, bool)
@@ -236,11 +267,11 @@ class ReferenceSim:
         return np.where(self.valid, key, np.inf)
 
     def _odd_even(self, parity):
-        key = self._keys()[self.order]
+        key, group = self._keys()[self.order], self.group[self.order]
         for i in range(parity, self.n - 1, 2):
-            if np.isfinite(key[i]) or np.isfinite(key[i + 1]):
+            if group[i] == group[i + 1] and (np.isfinite(key[i]) or np.isfinite(key[i + 1])):
                 self.margins.append(("sort", abs(key[i] - key[i + 1])))
-            if key[i] > key[i + 1]:
+            if (group[i], key[i]) > (group[i + 1], key[i + 1]):
                 self.order[[i, i + 1]] = self.order[[i + 1, i]]
 
     def _leader(self, i, proj):
