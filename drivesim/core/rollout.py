@@ -475,7 +475,7 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
 
     With ``config.neighbours == "window"`` the scenarios whose window search was not proven
     exact (``window_overflow``) are simulated again with the all-pairs search (see
-    :func:`exact_fallback`). A batch of one is run as a batch of two (the scenario and a
+    core.fallback.exact_fallback). A batch of one is run as a batch of two (the scenario and a
     copy), so its result is bit-identical to the same scenario in a larger batch (XLA
     compiles a vmap of size 1 differently)."""
     batch = scenarios.valid.shape[0]
@@ -488,7 +488,8 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
     fast = run(config, scenarios)
     if config.neighbours != "window":
         return fast
-    return exact_fallback(fast, scenarios, lambda sc: run(all_pairs_config(config), sc))
+    exact_config = all_pairs_config(config)
+    return exact_fallback(fast, scenarios, jax.vmap(lambda one: rollout(one, policy, exact_config)))
 
 
 simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))
