@@ -52,7 +52,8 @@ def _leaders(tr, b: int):
     near_lat = pair & (ds > 0.0) & (np.abs(np.abs(lat) - hw[..., None]) < TOL)
     near_ds = pair & inside & (np.abs(ds) < TOL)
     srt = np.sort(ds_c, axis=-1)
-    tie = np.isfinite(srt[..., 1]) & (srt[..., 1] - srt[..., 0] < TOL)
+    with np.errstate(invalid="ignore"):  # inf - inf where no second candidate
+        tie = np.isfinite(srt[..., 1]) & (srt[..., 1] - srt[..., 0] < TOL)
     return lead, near_lat.any(-1) | near_ds.any(-1) | tie
 
 
