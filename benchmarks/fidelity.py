@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/fidelity.py                  # 64 scenarios per family/size
     .venv/bin/python benchmarks/fidelity.py --scenarios 16   # quicker
 
-For highway, merge and intersection at 32 and 128 agents, and the CommonRoad logs in
+For highway, merge and intersection at 32 and 128 agents (IDM and constant-speed egos: the
+latter runs into traffic, so collisions occur), and the CommonRoad logs in
 ../shared/data/commonroad (IDM mode: agents present at step 0 are simulated, later ones
 replayed), it traces every step (drivesim.core.trace) and counts leader misses, leader
 false alarms, collision misses and false alarms (agent-steps) against the brute force of
@@ -45,8 +46,9 @@ def commonroad_batch(folder: pathlib.Path):
     return pad_and_stack([r.scenario for r in records], num_agents=size)
 
 
-def measure(name: str, batch, steps: int) -> dict:
-    win, got, flag = delivered_traces(batch, idm_policy(), SimConfig(num_steps=steps))
+def measure(name: str, batch, steps: int, policy: str = "idm") -> dict:
+    config = SimConfig(num_steps=steps, policy=policy)
+    win, got, flag = delivered_traces(batch, idm_policy() if policy == "idm" else None, config)
     valid = np.asarray(batch.valid)
     totals = {}
     for label, tr in (("window_only", win), ("window", got)):
@@ -54,7 +56,11 @@ def measure(name: str, batch, steps: int) -> dict:
         for b in np.flatnonzero(valid):
             c = c.add(compare(tr, int(b)))
         totals[label] = c
-    row = {"case": name, "scenarios": int(valid.sum()), "fallback": float(flag[valid].mean())}
+    row = {
+        "case": f"{name} ({policy} ego)",
+        "scenarios": int(valid.sum()),
+        "fallback": float(flag[valid].mean()),
+    }
     row |= {"only_" + k: v for k, v in vars(totals["window_only"]).items()}
     row |= vars(totals["window"])
     row["hard_braking_step0"] = hard_braking_share(got)
@@ -90,16 +96,18 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--agents", type=int, nargs="*", default=[32, 128])
     parser.add_argument("--families", nargs="*", default=["highway", "merge", "intersection"])
+    parser.add_argument("--policies", nargs="*", default=["idm", "constant"], help="ego policies")
     parser.add_argument("--commonroad", type=pathlib.Path, default=DATA, help="CommonRoad XML folder")
     args = parser.parse_args(argv)
     rows = []
     for family in args.families:
         for agents in args.agents:
             batch = synthetic_batch(family, agents, args.scenarios, args.steps)
-            rows.append(measure(f"{family}-{agents}", batch, args.steps))
-            print(rows[-1], file=sys.stderr, flush=True)
+            for policy in args.policies:
+                rows.append(measure(f"{family}-{agents}", batch, args.steps, policy))
+                print(rows[-1], file=sys.stderr, flush=True)
     if args.commonroad.is_dir() and any(args.commonroad.glob("*.xml")):
-        rows.append(measure("commonroad (IDM mode)", commonroad_batch(args.commonroad), args.steps))
+        rows.append(measure("commonroad, IDM mode", commonroad_batch(args.commonroad), args.steps))
         print(rows[-1], file=sys.stderr, flush=True)
     print(markdown(rows))
     bad = sum(

@@ -42,8 +42,10 @@ def mixed():
     return _mixed_batch()
 
 
-def test_engine_equals_all_pairs_reference(mixed):
-    _win, got, _flag = delivered_traces(mixed, idm_policy(), CONFIG)
+@pytest.mark.parametrize("policy", ["idm", "constant"])
+def test_engine_equals_all_pairs_reference(mixed, policy):
+    config = dataclasses.replace(CONFIG, policy=policy)
+    _win, got, _flag = delivered_traces(mixed, idm_policy() if policy == "idm" else None, config)
     c = _total(got, mixed)
     assert c.leader_relations > 1000 and c.borderline < 0.01 * c.leader_relations
     assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
