@@ -270,6 +270,9 @@ def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig) 
     gap, speed, _has = interactions.leader_values(
         offset, a.x, a.y, a.speed, a.length, proj.tx, proj.ty, config.window
     )
+    # one materialised result: the state and the window certificate both read it, and XLA
+    # would otherwise evaluate the search once per consumer
+    gap, speed = jax.lax.optimization_barrier((gap, speed))
     return {"lead_gap": gap, "lead_speed": speed}
 
 
@@ -408,6 +411,7 @@ def _step_info(state, agents, proj, scenario, config, active, ego_pre) -> tuple[
     edge = box_edge_distance(
         agents.x, agents.y, agents.cos_h, agents.sin_h, agents.length, agents.width, scenario.road
     )
+    edge, hit_any = jax.lax.optimization_barrier((edge, hit_any))
     off = agents.valid & (edge < 0.0)
     finite = jnp.isfinite(agents.x) & jnp.isfinite(agents.y) & jnp.isfinite(agents.heading)
     finite = finite & jnp.isfinite(agents.speed)
