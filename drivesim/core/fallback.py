@@ -1,5 +1,5 @@
 """Exact fallback: scenarios whose window search was not proven exact are simulated again
-with the all-pairs search, under a real branch on an unbatched any()."""
+with the all-pairs search, in a loop over chunks whose trip count is unbatched."""
 
 from __future__ import annotations
 
@@ -13,23 +13,32 @@ from drivesim.core.types import RolloutMetrics, Scenario, SimConfig
 
 def all_pairs_config(config: SimConfig) -> SimConfig:
     """``config`` with the all-pairs neighbour search."""
-    return dataclasses.replace(config, neighbours="all_pairs")
+    return dataclasses.replace(config, neighbours="all_pairs", block_agents=None)
+
+
+CHUNK = 64  # scenarios simulated together by the all-pairs fallback
 
 
 def exact_fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run) -> RolloutMetrics:
-    """Replace the metrics of scenarios with ``fast.window_overflow`` by ``exact_run``'s
-    (a function of the whole batch of scenarios).
+    """Replace the metrics of scenarios with ``fast.window_overflow`` by ``exact_run``'s.
 
-    A real branch on an unbatched any(): nothing more runs when no scenario needs it;
-    otherwise the whole batch is simulated again and the flagged rows are taken. Whole-batch
-    and elementwise, so a sharded batch stays where it is (no gather across devices).
-    ``window_overflow`` stays True on replaced rows (it records the fallback)."""
+    The flagged scenarios are gathered in chunks of CHUNK and simulated by ``exact_run``
+    (a function of a batch of scenarios) in a loop whose trip count is the number of
+    chunks, an unbatched value: nothing runs when no scenario needs it, and the cost grows
+    with the number of flagged scenarios, not with the batch. ``window_overflow`` stays
+    True on replaced rows (it records the fallback)."""
     flag = fast.window_overflow
+    batch = flag.shape[0]
+    cap = min(CHUNK, batch)
+    chunks_max = -(-batch // cap)
+    order = jnp.nonzero(flag, size=chunks_max * cap, fill_value=batch)[0]  # flagged first, then B
+    count = jnp.sum(flag.astype(jnp.int32))
 
-    def redo(_):
-        exact_m = exact_run(scenarios)
-        pick = lambda e, f: jnp.where(flag.reshape(flag.shape + (1,) * (e.ndim - 1)), e, f)  # noqa: E731
-        return jax.tree_util.tree_map(pick, exact_m, fast)
+    def body(i, out):
+        idx = jax.lax.dynamic_slice(order, (i * cap,), (cap,))
+        sub = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(idx, batch - 1)], scenarios)
+        exact_m = exact_run(sub)
+        return jax.tree_util.tree_map(lambda o, e: o.at[idx].set(e, mode="drop"), out, exact_m)
 
-    out = jax.lax.cond(jnp.any(flag), redo, lambda _: fast, None)
+    out = jax.lax.fori_loop(0, (count + cap - 1) // cap, body, fast)
     return dataclasses.replace(out, window_overflow=flag)

@@ -492,7 +492,8 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
     fast = run(config, scenarios)
     if config.neighbours != "window":
         return fast
-    return exact_fallback(fast, scenarios, lambda sc: run(all_pairs_config(config), sc))
+    exact_config = all_pairs_config(config)
+    return exact_fallback(fast, scenarios, jax.vmap(lambda one: rollout(one, policy, exact_config)))
 
 
 simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))
