@@ -18,21 +18,20 @@ import jax.numpy as jnp
 
 from drivesim.core import behavior, exact, interactions
 from drivesim.core.blocking import cache_blocks, map_blocks
-from drivesim.core.collisions import collisions
 from drivesim.core.dynamics import bicycle_step
 from drivesim.core.fallback import all_pairs_config, exact_fallback
-from drivesim.core.lifecycle import end_of_route, entry_position, log_divergence, replay_log
+from drivesim.core.lifecycle import end_of_route, entry_position, replay_log
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.road import (
     Projection,
     RouteSegments,
     agent_segments,
-    box_edge_distance,
     lane_ok,
     point_at,
     project,
 )
+from drivesim.core.step_metrics import ego_values, step_info
 from drivesim.core.types import (
     Array,
     IDMParams,
@@ -143,12 +142,6 @@ class SimState:
     reach: Array
     sep: Array
     metrics: MetricsState
-
-
-def _ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
-    """The ego's entry of each (N,) row, in one masked reduction; list of ()."""
-    stacked = jnp.stack([r.astype(jnp.float32) for r in rows])
-    return list(jnp.sum(jnp.where(is_ego[None], stacked, 0.0), axis=1))
 
 
 def reset(scenario: Scenario, config: SimConfig) -> SimState:
@@ -351,7 +344,7 @@ def advance(
             -tan_max,
             tan_max,
         )
-        ego_pre = _ego_values(
+        ego_pre = ego_values(
             a.is_ego, [a.speed, gap, lead_v, lane_tan, has_lead, a.accel, state.lead_gap, state.lead_speed]
         )
         if ego_action is None:
@@ -386,7 +379,7 @@ def advance(
         leaders = _leader_state(agents, proj, scenario, config)
         certified = _certified(agents, proj, leaders["lead_gap"], state.reach, state.sep, scenario, config)
     with jax.named_scope("metrics"):
-        info, outcome = _step_info(state, agents, proj, scenario, config, active, ego_pre)
+        info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre)
         info = replace(info, overflow=~certified)
         metrics = update_metrics(state.metrics, info, t)
         agents = replace(agents, outcome=agents.outcome | jnp.where(active, outcome, 0))
@@ -401,46 +394,6 @@ def advance(
         metrics=metrics,
     )
     return new_state, info
-
-
-def _step_info(state, agents, proj, scenario, config, active, ego_pre) -> tuple[StepInfo, Array]:
-    """Observations of the new state (after a step) for the metrics, and each agent's
-    outcome bits this step (N,) int32 (1: in a collision, 2: a box corner off-road)."""
-    ego_speed, _gap, _lead, _lane, _has, ego_accel_old, veh_gap, veh_lead = ego_pre
-    pairs, hit_any, partner = collisions(agents, config)
-    edge = box_edge_distance(
-        agents.x, agents.y, agents.cos_h, agents.sin_h, agents.length, agents.width, scenario.road
-    )
-    edge, hit_any = jax.lax.optimization_barrier((edge, hit_any))
-    off = agents.valid & (edge < 0.0)
-    finite = jnp.isfinite(agents.x) & jnp.isfinite(agents.y) & jnp.isfinite(agents.heading)
-    finite = finite & jnp.isfinite(agents.speed)
-    ego_s, ego_accel, ego_edge, ego_hit = _ego_values(agents.is_ego, [proj.s, agents.accel, edge, hit_any])
-    closing = ego_speed - veh_lead
-    ttc_ok = jnp.isfinite(veh_gap) & (closing > 0)
-    ttc = jnp.where(ttc_ok, jnp.maximum(veh_gap, 0.0) / jnp.where(ttc_ok, closing, 1.0), jnp.inf)
-    div_sum = div_count = jnp.zeros((), jnp.float32)
-    if scenario.log is not None:
-        div_sum, div_count = log_divergence(state, agents, scenario.log)
-    info = StepInfo(
-        active=active,
-        ego_collided=ego_hit > 0.5,
-        offroad=ego_edge < 0.0,
-        collision_pairs=pairs,
-        ego_progress=ego_s - state.ego_s0,
-        ego_ttc=ttc,
-        ego_jerk=jnp.abs(ego_accel - ego_accel_old) / config.dt,
-        has_nan=jnp.any(agents.valid & ~finite),
-        div_sum=div_sum,
-        div_count=div_count,
-        overflow=jnp.zeros((), bool),
-        ego_edge=ego_edge,
-        collided_with=partner,
-        agents_collided=jnp.sum((agents.outcome & 1 > 0) | (agents.valid & hit_any)),
-        agents_offroad=jnp.sum((agents.outcome & 2 > 0) | off),
-    )
-    outcome = jnp.where(agents.valid & hit_any, 1, 0) | jnp.where(off, 2, 0)
-    return info, outcome
 
 
 def rollout(scenario: Scenario, policy, config: SimConfig) -> RolloutMetrics:
