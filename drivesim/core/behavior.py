@@ -12,13 +12,15 @@ MIN_GAP = 0.01  # [m] gaps below this are treated as this (keeps the IDM finite)
 def idm_acceleration(speed: Array, gap: Array, approach: Array, p: IDMParams) -> Array:
     """IDM acceleration exactly as published (Treiber, Hennecke, Helbing 2000).
 
-    dv/dt = a [1 - (v/v0)^delta - (s*/s)^2],  s* = s0 + v T + v dv / (2 sqrt(a b)).
+    dv/dt = a [1 - (v/v0)^delta - (s*/s)^2],  s* = s0 + max(0, v T + v dv / (2 sqrt(a b)))
+    (the dynamic part clamped at 0 as in Treiber & Kesting's book: a faster leader never
+    makes the desired gap shorter than s0).
 
     speed v, gap s (bumper-to-bumper, +inf without leader), approach dv = v - v_leader;
     all broadcastable arrays. Returns the unclipped acceleration.
     """
     free = jnp.power(speed / p.v0, p.delta)
-    s_star = p.s0 + speed * p.T + speed * approach / (2.0 * jnp.sqrt(p.a * p.b))
+    s_star = p.s0 + jnp.maximum(0.0, speed * p.T + speed * approach / (2.0 * jnp.sqrt(p.a * p.b)))
     interaction = jnp.square(s_star / gap)
     return p.a * (1.0 - free - interaction)
 

@@ -36,15 +36,20 @@ def sort_key(x: Array, y: Array, valid: Array, axis: Array) -> Array:
     return jnp.where(valid, key, jnp.inf)
 
 
-def odd_even_pass(tree, key: Array, parity: Array):
+def odd_even_pass(tree, key: Array, parity: Array, group: Array | None = None):
     """One odd-even transposition pass: swap neighbours (i, i+1), i % 2 == parity,
-    where key[i] > key[i+1]. Applies the same permutation along the LAST axis of every
-    leaf of ``tree`` (leaves shaped (..., N); pack many rows into one leaf for speed)."""
+    where (group[i], key[i]) > (group[i+1], key[i+1]) (lexicographic; key alone without
+    ``group``). Applies the same permutation along the LAST axis of every leaf of ``tree``
+    (leaves shaped (..., N); pack many rows into one leaf for speed)."""
     n = key.shape[0]
     index = jnp.arange(n)
     left = (index % 2) == parity
-    take_next = left & (index < n - 1) & (key > jnp.roll(key, -1))
-    take_prev = (~left) & (index > 0) & (jnp.roll(key, 1) > key)
+    after = key > jnp.roll(key, -1)
+    if group is not None:
+        g_next = jnp.roll(group, -1)
+        after = (group > g_next) | ((group == g_next) & after)
+    take_next = left & (index < n - 1) & after
+    take_prev = (~left) & (index > 0) & jnp.roll(after, 1)
 
     def permute(leaf):  # rolls fuse into one loop; a padded copy would be materialised
         nxt = jnp.roll(leaf, -1, axis=-1)

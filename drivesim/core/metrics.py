@@ -12,11 +12,15 @@ class StepInfo:
     """What one step observed about the scenario; every field () per scenario.
 
     active: the step was simulated (scenario valid and t < episode length).
-    ego_collided, offroad: ego state after the step. collision_pairs: overlapping pairs.
-    ego_progress: ego arc length minus its start [m]. ego_ttc: time-to-collision with the
-    ego's leader before the step [s]. ego_jerk: |da/dt| of the ego [m/s^3].
-    has_nan: a valid agent's state is not finite. div_sum, div_count: distance to the log
-    summed over non-replayed logged agents and their count. overflow: window overflow.
+    ego_collided, offroad: ego state after the step (offroad: a box corner outside the
+    drivable area). collision_pairs: overlapping pairs. ego_progress: ego arc length minus
+    its start [m]. ego_ttc: time-to-collision with the ego's vehicle leader before the
+    step [s]. ego_jerk: |da/dt| of the ego [m/s^3]. has_nan: a valid agent's state is not
+    finite. div_sum, div_count: distance to the log summed over non-replayed logged agents
+    and their count. overflow: the window search was not proven exact this step.
+    ego_edge: signed distance of the ego's worst corner to the road edge [m].
+    collided_with: id of the agent the ego overlaps (-1: none). agents_collided,
+    agents_offroad: agents that collided / had a corner off-road so far.
     """
 
     active: Array
@@ -30,6 +34,10 @@ class StepInfo:
     div_sum: Array
     div_count: Array
     overflow: Array
+    ego_edge: Array
+    collided_with: Array
+    agents_collided: Array
+    agents_offroad: Array
 
 
 @pytree_dataclass
@@ -49,6 +57,10 @@ class MetricsState:
     div_count: Array
     div_final: Array
     overflow: Array
+    min_edge: Array
+    collided_with: Array
+    agents_collided: Array
+    agents_offroad: Array
 
 
 def init_metrics() -> MetricsState:
@@ -68,11 +80,17 @@ def init_metrics() -> MetricsState:
         div_count=jnp.zeros((), f32),
         div_final=jnp.full((), jnp.nan, f32),
         overflow=jnp.zeros((), bool),
+        min_edge=jnp.full((), jnp.inf, f32),
+        collided_with=jnp.full((), -1, jnp.int32),
+        agents_collided=jnp.zeros((), jnp.int32),
+        agents_offroad=jnp.zeros((), jnp.int32),
     )
 
 
 def update_metrics(m: MetricsState, info: StepInfo, t: Array) -> MetricsState:
-    """Fold one step into the running metrics; a step with active=False changes nothing."""
+    """Fold one step into the running metrics; a step with active=False changes nothing.
+    Jerk is measured from step 1 (step 0's jump from the scenario's initial acceleration
+    says nothing about driving)."""
     on = info.active
     first_hit = on & info.ego_collided & ~m.ego_collided
     final = jnp.where(info.div_count > 0, info.div_sum / jnp.maximum(info.div_count, 1.0), m.div_final)
@@ -85,13 +103,17 @@ def update_metrics(m: MetricsState, info: StepInfo, t: Array) -> MetricsState:
         offroad=m.offroad | (on & info.offroad),
         progress_m=jnp.where(on, info.ego_progress, m.progress_m),
         min_ttc_s=jnp.where(on, jnp.minimum(m.min_ttc_s, info.ego_ttc), m.min_ttc_s),
-        max_jerk=jnp.where(on, jnp.maximum(m.max_jerk, info.ego_jerk), m.max_jerk),
+        max_jerk=jnp.where(on & (t >= 1), jnp.maximum(m.max_jerk, info.ego_jerk), m.max_jerk),
         steps=m.steps + on.astype(jnp.int32),
         has_nan=m.has_nan | (on & info.has_nan),
         div_sum=m.div_sum + jnp.where(on, info.div_sum, 0.0),
         div_count=m.div_count + jnp.where(on, info.div_count, 0.0),
         div_final=jnp.where(on, final, m.div_final),
         overflow=m.overflow | (on & info.overflow),
+        min_edge=jnp.where(on, jnp.minimum(m.min_edge, info.ego_edge), m.min_edge),
+        collided_with=jnp.where(first_hit, info.collided_with, m.collided_with),
+        agents_collided=jnp.where(on, info.agents_collided, m.agents_collided).astype(jnp.int32),
+        agents_offroad=jnp.where(on, info.agents_offroad, m.agents_offroad).astype(jnp.int32),
     )
 
 
@@ -112,4 +134,8 @@ def finalize_metrics(m: MetricsState, has_log: bool) -> RolloutMetrics:
         log_div_mean=mean if has_log else nan,
         log_div_final=m.div_final if has_log else nan,
         window_overflow=m.overflow,
+        min_road_edge_distance_m=m.min_edge,
+        collided_with=m.collided_with,
+        agents_collided=m.agents_collided,
+        agents_offroad=m.agents_offroad,
     )

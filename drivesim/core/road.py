@@ -157,3 +157,41 @@ def on_road(x: Array, y: Array, road: RoadMap) -> Array:
     half = 0.5 * road.widths[..., None]
     inside = (dist2 <= half * half) & road.lane_valid[..., None]
     return jnp.any(inside, axis=(-2, -1))
+
+
+def lane_ok(centers: Array) -> Array:
+    """(L, S) float32: 1.0 for real (non-zero length) segments of lane polylines (L, P, 2)."""
+    d = centers[..., 1:, :] - centers[..., :-1, :]
+    return (jnp.sqrt(jnp.sum(d * d, axis=-1)) > 1e-6).astype(jnp.float32)
+
+
+def edge_distance(x: Array, y: Array, road: RoadMap) -> Array:
+    """Signed distance [m] of points (...) to the drivable area's edge: the largest over
+    lanes of (width / 2 - distance to the lane's centre segments); > 0 inside, < 0 off-road.
+    Segments are clipped at the route ends (past every lane's end is off-road)."""
+    lanes = lane_segments(road.centers)  # (L, S)
+    px = x[..., None, None] - lanes.ax
+    py = y[..., None, None] - lanes.ay
+    along = jnp.clip(px * lanes.ux + py * lanes.uy, 0.0, lanes.length)
+    ex = px - along * lanes.ux
+    ey = py - along * lanes.uy
+    dist2 = jnp.where(lanes.ok > 0, ex * ex + ey * ey, jnp.inf)
+    depth = 0.5 * road.widths - jnp.sqrt(jnp.min(dist2, axis=-1))
+    return jnp.max(jnp.where(road.lane_valid, depth, -jnp.inf), axis=-1)
+
+
+def box_corners(x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array, width: Array):
+    """The four corners of boxes (...): (cx, cy), each (..., 4)."""
+    su = jnp.array([0.5, 0.5, -0.5, -0.5], jnp.float32)
+    sv = jnp.array([0.5, -0.5, -0.5, 0.5], jnp.float32)
+    u = length[..., None] * su
+    v = width[..., None] * sv
+    return x[..., None] + u * cos_h[..., None] - v * sin_h[..., None], y[..., None] + u * sin_h[
+        ..., None
+    ] + v * cos_h[..., None]
+
+
+def box_edge_distance(x, y, cos_h, sin_h, length, width, road: RoadMap) -> Array:
+    """Signed edge distance (:func:`edge_distance`) of a box's worst corner; (...)."""
+    cx, cy = box_corners(x, y, cos_h, sin_h, length, width)
+    return jnp.min(edge_distance(cx, cy, road), axis=-1)

@@ -1,8 +1,10 @@
 """One scenario over time (``lax.scan``); batches are ``vmap`` of the same function.
 
-``reset`` sorts a scenario's agents along the road axis once; ``advance`` is one step
-(controls -> bicycle model -> odd-even re-sort -> metrics). ``rollout`` scans ``advance``
-and returns per-scenario metrics only; ``rollout_trajectory`` also returns the states.
+``reset`` sorts a scenario's agents by (route group, position along the road axis) once
+(core.exact.route_groups: each lane of a straight multi-lane road is its own group);
+``advance`` is one step (controls -> bicycle model -> odd-even re-sort -> metrics).
+``rollout`` scans ``advance`` and returns per-scenario metrics only;
+``rollout_trajectory`` also returns the states.
 The RL environment (drivesim.train) drives the same ``advance`` with an external action.
 """
 
@@ -14,13 +16,23 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import behavior, interactions
+from drivesim.core import behavior, exact, interactions
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
+from drivesim.core.fallback import all_pairs_config, exact_fallback
+from drivesim.core.lifecycle import end_of_route, entry_position, replay_log
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.policies import EgoInputs, get_policy
-from drivesim.core.road import Projection, RouteSegments, agent_segments, on_road, point_at, project
+from drivesim.core.road import (
+    Projection,
+    RouteSegments,
+    agent_segments,
+    lane_ok,
+    point_at,
+    project,
+)
+from drivesim.core.step_metrics import ego_values, step_info
 from drivesim.core.types import (
     Array,
     IDMParams,
@@ -29,6 +41,7 @@ from drivesim.core.types import (
     SimConfig,
     Trajectory,
     pytree_dataclass,
+    replace,
 )
 
 PROP_ROWS = (
@@ -46,14 +59,17 @@ PROP_ROWS = (
     "is_ego",
     "agent_id",
     "replay",
+    "route",
+    "group",
 )
 SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
 _BOOL_ROWS = {"base_valid", "is_ego", "replay"}
+_INT_ROWS = {"agent_id", "route"}
 
 
 class _PropRow:
     """A static row of ``SortedAgents.props`` read as an attribute: (N,) float32, bool for
-    the PROP_ROWS flags, int32 for agent_id."""
+    the PROP_ROWS flags, int32 for agent_id and route."""
 
     def __set_name__(self, owner, name: str) -> None:
         self.name, self.index = name, PROP_ROWS.index(name)
@@ -64,7 +80,7 @@ class _PropRow:
         row = agents.props[self.index]
         if self.name in _BOOL_ROWS:
             return row > 0.5
-        return row.astype(jnp.int32) if self.name == "agent_id" else row
+        return row.astype(jnp.int32) if self.name in _INT_ROWS else row
 
 
 @pytree_dataclass
@@ -73,7 +89,8 @@ class SortedAgents:
 
     x, y, heading, cos_h, sin_h, speed, accel: (N,) float32 dynamic state (cos/sin of the
         heading cached; accel is the last applied acceleration); valid: (N,) bool, the
-        agent is present now. Separate leaves: stacking them would make XLA transpose
+        agent is present now; outcome: (N,) int32 bits of what happened to the agent so
+        far (1: collided, 2: off-road). Separate leaves: stacking them would make XLA transpose
         (rows, B, N) -> (B, rows, N) inside the step's main loop.
     props: (14 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
         RouteSegments field), packed so one permutation moves them all. base_valid: slot
@@ -90,6 +107,7 @@ class SortedAgents:
     speed: Array
     accel: Array
     valid: Array
+    outcome: Array
     props: Array
 
     length = _PropRow()
@@ -106,6 +124,8 @@ class SortedAgents:
     is_ego = _PropRow()
     agent_id = _PropRow()
     replay = _PropRow()
+    route = _PropRow()
+    group = _PropRow()
 
     @property
     def idm(self) -> IDMParams:
@@ -139,7 +159,7 @@ class SimState:
     (N,) each, all computed at the end of the previous step (the step's metrics need them
     there anyway, and the search then has one consumer, so XLA evaluates it once instead of
     once per row it feeds); step t (); ego start arc length (); the largest box diagonal ()
-    (window-overflow reach); the running metrics."""
+    (window-overflow reach); route separations (L, L) (core.exact); the running metrics."""
 
     agents: SortedAgents
     proj: Projection
@@ -148,13 +168,8 @@ class SimState:
     t: Array
     ego_s0: Array
     reach: Array
+    sep: Array
     metrics: MetricsState
-
-
-def _ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
-    """The ego's entry of each (N,) row, in one masked reduction; list of ()."""
-    stacked = jnp.stack([r.astype(jnp.float32) for r in rows])
-    return list(jnp.sum(jnp.where(is_ego[None], stacked, 0.0), axis=1))
 
 
 def reset(scenario: Scenario, config: SimConfig) -> SimState:
@@ -169,9 +184,13 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         valid = valid & jnp.where(replay, scenario.log.valid[0], True)
     heading = ag.heading.astype(jnp.float32)
     f32 = lambda v: jnp.asarray(v).astype(jnp.float32)  # noqa: E731
-    dyn = dyn_fields(ag.x, ag.y, heading, ag.speed, ag.accel, valid)
+    x, y = entry_position(scenario, replay, valid)
+    dyn = dyn_fields(x, y, heading, ag.speed, ag.accel, valid)
     seg = agent_segments(scenario.road, ag.route)
     idm = scenario.idm
+    sep = exact.route_separation(scenario.road.centers, lane_ok(scenario.road.centers))
+    real = scenario.road.lane_valid & (jnp.sum(lane_ok(scenario.road.centers), axis=-1) > 0)
+    groups = exact.route_groups(sep, real)
     rows = [
         ag.length,
         ag.width,
@@ -187,24 +206,38 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         jnp.arange(n) == scenario.ego_index,
         jnp.arange(n),
         replay,
+        ag.route,
+        jnp.where(ag.valid, onehot @ groups, num_lanes),
     ]
     props = jnp.concatenate(
         [jnp.stack([f32(r) for r in rows])] + [getattr(seg, f) for f in SEG_FIELDS], axis=0
     )
-    key = interactions.sort_key(ag.x, ag.y, valid, scenario.road.sort_axis)
-    order = jnp.argsort(key, stable=True)
-    agents = SortedAgents(**{k: v[order] for k, v in dyn.items()}, props=props[:, order])
+    key = interactions.sort_key(x, y, ag.valid, scenario.road.sort_axis)
+    order = jnp.lexsort((key, props[PROP_ROWS.index("group")]))
+    outcome = jnp.zeros(n, jnp.int32)
+    agents = SortedAgents(**{k: v[order] for k, v in dyn.items()}, outcome=outcome, props=props[:, order])
     proj = project(agents.x, agents.y, agents.seg)
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
+    reach = jnp.max(jnp.where(ag.valid, diag, 0.0))
+    leaders = _leader_state(agents, proj, scenario, config)
+    certified = _certified(agents, proj, leaders["lead_gap"], reach, sep, scenario, config)
     return SimState(
         agents=agents,
         proj=proj,
-        **_leader_state(agents, proj, scenario, config),
+        **leaders,
         t=jnp.zeros((), jnp.int32),
         ego_s0=at_ego(agents.is_ego, proj.s),
-        reach=jnp.max(jnp.where(ag.valid, diag, 0.0)),
-        metrics=init_metrics(),
+        reach=reach,
+        sep=sep,
+        metrics=replace(init_metrics(), overflow=~certified),
     )
+
+
+def _certified(a, proj, lead_gap, reach, sep, scenario: Scenario, config: SimConfig) -> Array:
+    """() bool: the window search was exact this step (always True on the all-pairs path)."""
+    if config.neighbours == "all_pairs":
+        return jnp.ones((), bool)
+    return exact.window_certified(a, proj, lead_gap, reach, sep, scenario.road.sort_axis, config.window)
 
 
 def _ego_controls(state, config, policy, ego_pre):
@@ -245,6 +278,9 @@ def observation_of(state: SimState, config: SimConfig) -> Array:
 
 def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig) -> dict:
     """Gap to and speed of each agent's vehicle leader in the current state (N,) each."""
+    if config.neighbours == "all_pairs":
+        gap, speed = exact.all_pairs_leaders(a, proj)
+        return {"lead_gap": gap, "lead_speed": speed}
     axis = scenario.road.sort_axis
     forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0
     offset = interactions.leader_offsets(
@@ -253,6 +289,9 @@ def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig) 
     gap, speed, _has = interactions.leader_values(
         offset, a.x, a.y, a.speed, a.length, proj.tx, proj.ty, config.window
     )
+    # one materialised result: the state and the window certificate both read it, and XLA
+    # would otherwise evaluate the search once per consumer
+    gap, speed = jax.lax.optimization_barrier((gap, speed))
     return {"lead_gap": gap, "lead_speed": speed}
 
 
@@ -279,22 +318,8 @@ def _leaders(state: SimState, scenario: Scenario, config: SimConfig):
     return gap, lead_v, has_lead | use_stop
 
 
-def _replay(a: SortedAgents, t: Array, log, kinematics):
-    """Overwrite replayed agents' (x, y, heading, speed, valid) with their log at t + 1."""
-    x, y, heading, speed, valid = kinematics
-    lt = jnp.minimum(t + 1, log.valid.shape[0] - 1)
-    ids = a.agent_id
-    rep = a.replay
-    x = jnp.where(rep, log.xy[lt, :, 0][ids], x)
-    y = jnp.where(rep, log.xy[lt, :, 1][ids], y)
-    heading = jnp.where(rep, log.heading[lt][ids], heading)
-    speed = jnp.where(rep, log.speed[lt][ids], speed)
-    valid = jnp.where(rep, a.base_valid & log.valid[lt][ids], valid)
-    return x, y, heading, speed, valid
-
-
 def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Array, step_index):
-    """Keep agents ordered along the sort axis with odd-even transposition passes.
+    """Keep agents ordered by (group, position along the sort axis) with odd-even passes.
 
     Standalone steps do one pass per step (parity t % 2). Inside a rollout the unbatched
     ``step_index`` drives it: one pass every ``resort_every`` steps, parities alternating,
@@ -302,9 +327,9 @@ def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Arra
     """
     axis = scenario.road.sort_axis
 
-    def one_pass(ag, parity):
-        key = interactions.sort_key(ag.x, ag.y, ag.valid, axis)
-        return interactions.odd_even_pass(ag, key, parity)
+    def one_pass(ag, parity):  # slots holding an agent keep their place while it is absent
+        key = interactions.sort_key(ag.x, ag.y, ag.base_valid, axis)
+        return interactions.odd_even_pass(ag, key, parity, ag.props[PROP_ROWS.index("group")])
 
     if step_index is None:
         return one_pass(agents, t % 2)
@@ -345,7 +370,9 @@ def advance(
             -tan_max,
             tan_max,
         )
-        ego_pre = _ego_values(a.is_ego, [a.speed, gap, lead_v, lane_tan, has_lead, a.accel])
+        ego_pre = ego_values(
+            a.is_ego, [a.speed, gap, lead_v, lane_tan, has_lead, a.accel, state.lead_gap, state.lead_speed]
+        )
         if ego_action is None:
             ego_accel, ego_tan = _ego_controls(state, config, policy, ego_pre[:4])
         else:
@@ -359,76 +386,40 @@ def advance(
         )
         valid = a.valid
         if scenario.log is not None:
-            x, y, heading, speed, valid = _replay(a, t, scenario.log, (x, y, heading, speed, valid))
+            x, y, heading, speed, valid = replay_log(a, t, scenario.log, (x, y, heading, speed, valid))
         moving = active & (a.valid | valid)
         new_accel = (speed - a.speed) / config.dt
         new = dyn_fields(x, y, heading, speed, new_accel, valid)
         agents = SortedAgents(
-            **{k: jnp.where(moving, v, getattr(a, k)) for k, v in new.items()}, props=a.props
+            **{k: jnp.where(moving, v, getattr(a, k)) for k, v in new.items()},
+            outcome=a.outcome,
+            props=a.props,
         )
     with jax.named_scope("resort"):
         agents = _resort(agents, scenario, config, t, step_index)
     with jax.named_scope("metrics"):
         proj = project(agents.x, agents.y, agents.seg)
-        info = _step_info(state, agents, proj, scenario, config, active, ego_pre)
-        metrics = update_metrics(state.metrics, info, t)
+        if scenario.log is not None:
+            agents = end_of_route(agents, proj)
     with jax.named_scope("leaders"):
         leaders = _leader_state(agents, proj, scenario, config)
+        certified = _certified(agents, proj, leaders["lead_gap"], state.reach, state.sep, scenario, config)
+    with jax.named_scope("metrics"):
+        info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre)
+        info = replace(info, overflow=~certified)
+        metrics = update_metrics(state.metrics, info, t)
+        agents = replace(agents, outcome=agents.outcome | jnp.where(active, outcome, 0))
     new_state = SimState(
-        agents=agents, proj=proj, **leaders, t=t + 1, ego_s0=state.ego_s0, reach=state.reach, metrics=metrics
+        agents=agents,
+        proj=proj,
+        **leaders,
+        t=t + 1,
+        ego_s0=state.ego_s0,
+        reach=state.reach,
+        sep=state.sep,
+        metrics=metrics,
     )
     return new_state, info
-
-
-def _log_divergence(state: SimState, agents: SortedAgents, log) -> tuple[jax.Array, jax.Array]:
-    """Summed distance to the log of non-replayed logged agents after the step, and count."""
-    lt = jnp.minimum(state.t + 1, log.valid.shape[0] - 1)
-    ids = agents.agent_id
-    logged = log.valid[lt][ids] & agents.base_valid & ~agents.replay
-    logged = logged & (state.t + 1 < log.valid.shape[0])
-    dx = agents.x - log.xy[lt, :, 0][ids]
-    dy = agents.y - log.xy[lt, :, 1][ids]
-    dist = jnp.sqrt(dx * dx + dy * dy)
-    return jnp.sum(jnp.where(logged, dist, 0.0)), jnp.sum(logged.astype(jnp.float32))
-
-
-def _step_info(state, agents, proj, scenario, config, active, ego_pre) -> StepInfo:
-    """Observations of the new state (after a step) for the metrics."""
-    ego_speed, ego_gap, ego_lead, _lane, ego_has_lead, ego_accel_old = ego_pre
-    hits = interactions.window_pair_hits(
-        agents.x,
-        agents.y,
-        agents.cos_h,
-        agents.sin_h,
-        agents.length,
-        agents.width,
-        agents.valid,
-        config.window,
-    )
-    pairs, ego_hit = interactions.collision_summary(hits, agents.is_ego)
-    finite = jnp.isfinite(agents.x) & jnp.isfinite(agents.y) & jnp.isfinite(agents.heading)
-    finite = finite & jnp.isfinite(agents.speed)
-    ego_x, ego_y, ego_s, ego_accel = _ego_values(agents.is_ego, [agents.x, agents.y, proj.s, agents.accel])
-    closing = ego_speed - ego_lead
-    ttc_ok = (ego_has_lead > 0.5) & (closing > 0)
-    ttc = jnp.where(ttc_ok, jnp.maximum(ego_gap, 0.0) / jnp.where(ttc_ok, closing, 1.0), jnp.inf)
-    div_sum = div_count = jnp.zeros((), jnp.float32)
-    if scenario.log is not None:
-        div_sum, div_count = _log_divergence(state, agents, scenario.log)
-    key = interactions.sort_key(agents.x, agents.y, agents.valid, scenario.road.sort_axis)
-    return StepInfo(
-        active=active,
-        ego_collided=ego_hit,
-        offroad=~on_road(ego_x, ego_y, scenario.road),
-        collision_pairs=pairs,
-        ego_progress=ego_s - state.ego_s0,
-        ego_ttc=ttc,
-        ego_jerk=jnp.abs(ego_accel - ego_accel_old) / config.dt,
-        has_nan=jnp.any(agents.valid & ~finite),
-        div_sum=div_sum,
-        div_count=div_count,
-        overflow=interactions.window_overflow(key, agents.valid, state.reach, config.window),
-    )
 
 
 def rollout(scenario: Scenario, policy, config: SimConfig) -> RolloutMetrics:
@@ -463,11 +454,46 @@ def rollout_trajectory(scenario: Scenario, policy, config: SimConfig) -> tuple[R
 
 def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int = 1) -> RolloutMetrics:
     """vmap of :func:`rollout` over the leading scenario axis; metrics (B,). ``devices``: how
-    many devices the batch is sharded over (sizes the cache blocks, see core.blocking)."""
+    many devices the batch is sharded over (sizes the cache blocks, see core.blocking).
+
+    With ``config.neighbours == "window"`` the scenarios whose window search was not proven
+    exact (``window_overflow``) are simulated again with the all-pairs search (see
+    core.fallback.exact_fallback). A batch of one is run as a batch of two (the scenario and a
+    copy), so its result is bit-identical to the same scenario in a larger batch (XLA
+    compiles a vmap of size 1 differently)."""
     batch = scenarios.valid.shape[0]
+    if batch == 1:
+        twice = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), scenarios)
+        out = rollout_batch(twice, policy, config, devices)
+        return jax.tree_util.tree_map(lambda leaf: leaf[:1], out)
     blocks = cache_blocks(batch, scenarios.num_agents, devices, config.block_agents)
-    return map_blocks(jax.vmap(lambda one: rollout(one, policy, config)), scenarios, blocks)
+    run = lambda cfg, sc: map_blocks(jax.vmap(lambda one: rollout(one, policy, cfg)), sc, blocks)  # noqa: E731
+    fast = run(config, scenarios)
+    if config.neighbours != "window":
+        return fast
+    exact_config = all_pairs_config(config)
+    return exact_fallback(fast, scenarios, jax.vmap(lambda one: rollout(one, policy, exact_config)))
 
 
 simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))
-simulate_trajectory = jax.jit(jax.vmap(rollout_trajectory, in_axes=(0, None, None)), static_argnames="config")
+
+
+def trajectory_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
+    """vmap of :func:`rollout_trajectory`; with ``neighbours == "window"`` the scenarios not
+    proven exact are simulated again with the all-pairs search (the whole batch, when any)."""
+    run = lambda cfg: jax.vmap(rollout_trajectory, in_axes=(0, None, None))(scenarios, policy, cfg)  # noqa: E731
+    fast = run(config)
+    if config.neighbours != "window":
+        return fast
+    flag = fast[0].window_overflow
+
+    def redo(_):
+        exact_out = run(all_pairs_config(config))
+        pick = lambda e, f: jnp.where(flag.reshape(flag.shape + (1,) * (e.ndim - 1)), e, f)  # noqa: E731
+        return jax.tree_util.tree_map(pick, exact_out, fast)
+
+    metrics, trajectory = jax.lax.cond(jnp.any(flag), redo, lambda _: fast, None)
+    return replace(metrics, window_overflow=flag), trajectory
+
+
+simulate_trajectory = jax.jit(trajectory_batch, static_argnames="config")

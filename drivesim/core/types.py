@@ -158,16 +158,23 @@ class RolloutMetrics:
     ego_collided: bool, ego box overlapped another valid agent's box at some step.
     collision_step: int32 first step (0-based) with an ego collision, -1 if none.
     collision_pairs: int32 most agent pairs overlapping at the same step.
-    offroad: bool, ego centre left the drivable area at some step.
+    offroad: bool, a corner of the ego's box left the drivable area at some step.
     progress_m: float32 ego arc-length progress along its route [m].
-    min_ttc_s: float32 ego minimum time-to-collision with its leader [s] (inf if never closing).
-    max_jerk: float32 ego max |da/dt| [m/s^3].
+    min_ttc_s: float32 ego minimum time-to-collision with its vehicle leader (stop lines
+        excluded) [s] (inf if never closing).
+    max_jerk: float32 ego max |da/dt| from step 1 on [m/s^3].
     steps: int32 steps simulated.
     has_nan: bool, some valid agent's state became NaN/Inf.
     log_div_mean: float32 mean distance simulated-vs-log over non-replayed logged agents [m]
         (NaN without a log).
     log_div_final: float32 that mean at the last simulated step [m] (NaN without a log).
-    window_overflow: bool, the neighbour window may have missed a close agent.
+    window_overflow: bool, the neighbour window could not be proven exact at some step, so
+        the scenario was simulated again with the all-pairs search (results stay exact).
+    min_road_edge_distance_m: float32 smallest signed distance of an ego box corner to the
+        drivable area's edge [m] (< 0: off-road).
+    collided_with: int32 agent slot the ego first overlapped, -1 if none.
+    agents_collided: int32 agents (ego included) that overlapped another at some step.
+    agents_offroad: int32 agents (ego included) with a box corner off-road at some step.
     """
 
     ego_collided: Array
@@ -182,6 +189,10 @@ class RolloutMetrics:
     log_div_mean: Array
     log_div_final: Array
     window_overflow: Array
+    min_road_edge_distance_m: Array
+    collided_with: Array
+    agents_collided: Array
+    agents_offroad: Array
 
 
 METRIC_NAMES = tuple(f.name for f in fields(RolloutMetrics))
@@ -233,6 +244,9 @@ class SimConfig:
     block_agents: agents per device per cache block (drivesim.core.blocking): a larger
         batch is simulated as blocks one after another. "auto": 16384 on CPU, no blocking
         on accelerators; None: never block. Results do not depend on it.
+    neighbours: "window" (sorted-window search, proven exact per step; a batch's scenarios
+        where the proof fails are simulated again with "all_pairs") | "all_pairs" (every
+        pair, O(N^2) per step) | "window_only" (no fallback: for measuring the window).
     """
 
     dt: float = 0.1
@@ -250,8 +264,13 @@ class SimConfig:
     yield_horizon_s: float = 4.0
     obs_neighbours: int = 6
     block_agents: int | str | None = "auto"
+    neighbours: str = "window"
 
     def __post_init__(self):
+        if self.neighbours not in ("window", "all_pairs", "window_only"):
+            raise ValueError(
+                f"SimConfig.neighbours: expected window|all_pairs|window_only, got {self.neighbours!r}"
+            )
         from drivesim.core.policies import get_policy  # the registry imports this module
 
         try:

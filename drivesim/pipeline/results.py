@@ -18,6 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 RESULTS_DIR = "results"
+# 2: min_road_edge_distance_m, collided_with, agents_collided, agents_offroad; offroad from
+# the box corners, min_ttc_s against vehicles only, max_jerk from step 1, IDM s* clamped,
+# window_overflow = the scenario was recomputed by the exact all-pairs search.
+RESULTS_SCHEMA_VERSION = 2
 
 SCHEMA = pa.schema(
     [
@@ -43,9 +47,14 @@ SCHEMA = pa.schema(
         ("log_div_mean", pa.float32()),
         ("log_div_final", pa.float32()),
         ("window_overflow", pa.bool_()),
+        ("min_road_edge_distance_m", pa.float32()),
+        ("collided_with", pa.int32()),
+        ("agents_collided", pa.int32()),
+        ("agents_offroad", pa.int32()),
         ("batch_id", pa.int64()),
         ("process_index", pa.int32()),
-    ]
+    ],
+    metadata={b"drivesim.results_schema_version": str(RESULTS_SCHEMA_VERSION).encode()},
 )
 
 METRIC_COLUMNS = (
@@ -61,6 +70,10 @@ METRIC_COLUMNS = (
     "log_div_mean",
     "log_div_final",
     "window_overflow",
+    "min_road_edge_distance_m",
+    "collided_with",
+    "agents_collided",
+    "agents_offroad",
 )
 
 

@@ -14,6 +14,7 @@ METRIC_LABELS = {
     "progress_m": "progress (m)",
     "min_ttc_s": "min time-to-collision (s)",
     "max_jerk": "max jerk (m/s³)",
+    "min_road_edge_distance_m": "min road-edge distance (m, < 0 off-road)",
     "log_div_final": "final log divergence (m)",
 }
 HEATMAP_COLUMNS = (
@@ -23,6 +24,7 @@ HEATMAP_COLUMNS = (
     ("progress_m", "progress (m)", False),
     ("min_ttc_s", "median min TTC (s)", False),
     ("max_jerk", "max jerk", True),
+    ("agents_collided", "agents collided", True),
 )
 
 
@@ -66,6 +68,9 @@ def outcomes_section(data: CampaignData) -> Section:
             r["progress_m"],
             r["min_ttc_s"],
             r["max_jerk"],
+            r.get("agents_collided"),
+            r.get("agents_offroad"),
+            r.get("fallback_rate"),
         )
         for r in out.by_family
     ]
@@ -83,6 +88,9 @@ def outcomes_section(data: CampaignData) -> Section:
                     "mean progress m",
                     "median min TTC s",
                     "mean max jerk",
+                    "mean agents collided",
+                    "mean agents off-road",
+                    "exact-fallback rate",
                 ),
                 rows,
                 caption="By scenario family",

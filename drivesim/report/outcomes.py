@@ -14,7 +14,7 @@ import duckdb
 MAX_FAILED_ROWS = 200
 MAX_REASONS = 20
 MAX_GROUPS = 40
-DISTRIBUTION_METRICS = ("progress_m", "min_ttc_s", "max_jerk", "log_div_final")
+DISTRIBUTION_METRICS = ("progress_m", "min_ttc_s", "max_jerk", "min_road_edge_distance_m", "log_div_final")
 
 
 @dataclass
@@ -121,7 +121,10 @@ def _group_rates(con: duckdb.DuckDBPyConnection, cols: frozenset[str], key: str)
                {_mean(cols, "max_jerk")} AS max_jerk,
                {_sd(cols, "progress_m")} AS progress_m_sd,
                {_sd(cols, "min_ttc_s")} AS min_ttc_s_sd,
-               {_sd(cols, "max_jerk")} AS max_jerk_sd
+               {_sd(cols, "max_jerk")} AS max_jerk_sd,
+               {_mean(cols, "agents_collided")} AS agents_collided,
+               {_mean(cols, "agents_offroad")} AS agents_offroad,
+               {_rate(cols, "window_overflow")} AS fallback_rate
         FROM results GROUP BY 1 ORDER BY {order}n DESC, label LIMIT {MAX_GROUPS}"""
     rows = _dicts(con.execute(sql))
     for row in rows:

@@ -155,8 +155,9 @@ def platoon_case(num_agents: int = 6) -> Scenario:
 
 
 def abreast_case() -> Scenario:
-    """Three agents abreast in three lanes: with a window of 2 the second agent ahead in the
-    sorted order is still within reach, so the neighbour window is flagged as overflowing."""
+    """Three agents abreast in three parallel lanes: each lane is its own route group, and the
+    lanes are farther apart than the agents' lateral reach, so a window of 2 is proven exact
+    (a sort on position alone would put all three within one box diagonal)."""
     xy = [(50.0, 0.0), (50.5, 3.6), (51.0, 7.2)]
     return make_scenario(xy, 0.0, [20.0, 20.0, 20.0], [0, 1, 2], straight_lanes(3), [3.6] * 3, ego=1)
 

@@ -4,9 +4,13 @@ It implements the documented model independently of drivesim.core: kinematic bic
 (explicit Euler), projection on the agent's own route polyline, IDM with a leader found by
 brute force over all agents, pure-pursuit lane keeping, the ego policies, the yield rule at
 conflict zones, oriented-box collisions over all pairs, and the metrics of RolloutMetrics.
-The sorted agent order (stable argsort once, then both odd-even passes every
+The sorted agent order (by (route group, position), see ``route_groups``; stable sort
+once, then both odd-even passes every
 ``resort_every`` steps, also after the episode ended) is kept only
-for what is defined on it: the MLP observation's neighbours and the window-overflow flag.
+for what is defined on it: the MLP observation's neighbours. Metric definitions: min TTC
+against vehicle leaders only (stop lines excluded), jerk from step 1 on, off-road and the
+road-edge distance from the box corners, per-agent outcome counts, the ego's first
+collision partner.
 
 ``margins`` collects, for every discrete decision, how far from its threshold it was, so a
 test can reject a borderline scenario instead of blaming float32 rounding.
@@ -26,8 +30,8 @@ MIN_GAP = 0.01
 
 
 def idm(v, gap, dv, v0, T, s0, a, b, delta):
-    """dv/dt = a [1 - (v/v0)^delta - (s*/s)^2], s* = s0 + vT + v dv / (2 sqrt(ab))."""
-    s_star = s0 + v * T + v * dv / (2.0 * np.sqrt(a * b))
+    """dv/dt = a [1 - (v/v0)^delta - (s*/s)^2], s* = s0 + max(0, vT + v dv / (2 sqrt(ab)))."""
+    s_star = s0 + max(0.0, v * T + v * dv / (2.0 * np.sqrt(a * b)))
     return a * (1.0 - (v / v0) ** delta - (s_star / gap) ** 2)
 
 
@@ -88,8 +92,9 @@ class Route:
         return self.a[k] + (s - self.s0[k]) * self.u[k]
 
 
-def on_road(x, y, road, margins=None):
-    """Centre inside some valid lane corridor (segments clipped at both ends)."""
+def edge_distance(x, y, road, margins=None):
+    """Signed distance to the drivable area's edge: max over valid lanes of (width / 2 -
+    distance to the lane's segments, clipped at both ends); > 0 inside."""
     best = np.inf
     for lane in range(len(road["widths"])):
         if not road["lane_valid"][lane]:
@@ -107,7 +112,13 @@ def on_road(x, y, road, margins=None):
             best = min(best, math.sqrt(e @ e) - 0.5 * road["widths"][lane])
     if margins is not None:
         margins.append(("on_road", abs(best)))
-    return best <= 0.0
+    return -best
+
+
+def box_edge_distance(x, y, h, length, width, road, margins=None):
+    """Smallest signed edge distance over the four corners of a box."""
+    corners = box_corners(x, y, h, length, width)
+    return min(edge_distance(cx, cy, road, margins) for cx, cy in corners)
 
 
 def box_corners(x, y, h, length, width):
@@ -162,6 +173,34 @@ def polygon_overlap(ci, cj):
     return False
 
 
+def route_groups(road, min_separation=2.5):
+    """Group of each route: routes are joined unless both are single straight segments,
+    parallel and at least ``min_separation`` apart (connected components, label = the
+    smallest route index); invalid routes stay alone."""
+    centers, valid = road["centers"], road["lane_valid"]
+    count = len(valid)
+    lines = []
+    for r in range(count):
+        pts = centers[r]
+        seg = np.diff(pts, axis=0)
+        real = np.hypot(seg[:, 0], seg[:, 1]) > 1e-6
+        k = int(np.argmax(real))
+        u = seg[k] / max(np.hypot(*seg[k]), 1e-12)
+        lines.append((real.sum() == 1, pts[k], u, real.any() and valid[r]))
+    label = np.arange(count)
+    for _ in range(count):
+        for r in range(count):
+            for q in range(count):
+                (sr, pr, ur, okr), (sq, pq, uq, okq) = lines[r], lines[q]
+                if not (okr and okq):
+                    continue
+                rel = pq - pr
+                parallel = sr and sq and abs(ur[0] * uq[1] - ur[1] * uq[0]) < 1e-5
+                if not (parallel and abs(-rel[0] * ur[1] + rel[1] * ur[0]) >= min_separation):
+                    label[r] = min(label[r], label[q])
+    return label
+
+
 # ----------------------------------------------------------------------------- rollout
 
 
@@ -214,9 +253,13 @@ class ReferenceSim:
         self.episode_length = int(scenario.episode_length)
         self.scenario_valid = bool(scenario.valid)
         self.margins: list = []
-        self.order = np.argsort(self._keys(), kind="stable")
+        self.group = route_groups(self.road)[self.route_id].astype(float)
+        self.group = np.where(self.valid, self.group, len(self.road["widths"]))
+        self.order = np.lexsort((self._keys(), self.group))
         self.ego_s0 = self.routes[self.ego].project(self.x[self.ego], self.y[self.ego])[0]
         self.leader_rank_gap = 0
+        self.ever_hit = np.zeros(self.n, bool)
+        self.ever_off = np.zeros(self.n, bool)
 
     # -- helpers
     def _keys(self):
@@ -224,11 +267,11 @@ class ReferenceSim:
         return np.where(self.valid, key, np.inf)
 
     def _odd_even(self, parity):
-        key = self._keys()[self.order]
+        key, group = self._keys()[self.order], self.group[self.order]
         for i in range(parity, self.n - 1, 2):
-            if np.isfinite(key[i]) or np.isfinite(key[i + 1]):
+            if group[i] == group[i + 1] and (np.isfinite(key[i]) or np.isfinite(key[i + 1])):
                 self.margins.append(("sort", abs(key[i] - key[i + 1])))
-            if key[i] > key[i + 1]:
+            if (group[i], key[i]) > (group[i + 1], key[i + 1]):
                 self.order[[i, i + 1]] = self.order[[i + 1, i]]
 
     def _leader(self, i, proj):
@@ -332,6 +375,7 @@ class ReferenceSim:
     def _collisions(self):
         """All-pairs oriented-box overlaps: (agents involved (N,) bool, pair count)."""
         hit = np.zeros(self.n, bool)
+        partners = [[] for _ in range(self.n)]
         pairs = 0
         corners = [
             box_corners(self.x[i], self.y[i], self.h[i], self.length[i], self.width[i]) for i in range(self.n)
@@ -344,24 +388,10 @@ class ReferenceSim:
                 self.margins.append(("overlap", abs(sep)))
                 if sep <= 0.0:
                     hit[i] = hit[j] = True
+                    partners[i].append(j)
+                    partners[j].append(i)
                     pairs += 1
-        return hit, pairs
-
-    def _overflow(self):
-        key = self._keys()[self.order]
-        diag = np.hypot(self.length, self.width)[self.order]
-        valid = self.valid[self.order]
-        max_diag = np.max(np.where(valid, diag, 0.0))
-        flag = False
-        for i in range(self.n):
-            if not valid[i]:
-                continue
-            far = key[i + self.cfg.window] if i + self.cfg.window < self.n else np.inf
-            reach = 0.5 * (diag[i] + max_diag)
-            if np.isfinite(far):
-                self.margins.append(("overflow", abs(far - key[i] - reach)))
-            flag = flag or (far - key[i] <= reach)
-        return flag
+        return hit, pairs, partners
 
     # -- one step
     def step(self, t, m):
@@ -374,6 +404,7 @@ class ReferenceSim:
         for i in range(self.n):
             if self.valid[i]:
                 gap[i], lead_v[i], has_lead[i] = self._leader(i, proj)
+        veh_gap, veh_v = gap.copy(), lead_v.copy()
         busy = self._busy()
         for i in range(self.n):
             stop_gap = self.stop_s[i] - proj[i][0] - 0.5 * self.length[i]
@@ -412,20 +443,32 @@ class ReferenceSim:
             self._odd_even((t // cfg.resort_every) % 2)
         if not active:
             return
-        hit, pairs = self._collisions()
+        hit, pairs, partners = self._collisions()
         m["steps"] += 1
         if hit[e] and not m["ego_collided"]:
             m["ego_collided"], m["collision_step"] = True, t
+            m["collided_with"] = min(partners[e])
+        self.ever_hit |= hit
+        m["agents_collided"] = int(np.sum(self.ever_hit))
+        for i in range(self.n):
+            if self.valid[i]:
+                edge = box_edge_distance(
+                    self.x[i], self.y[i], self.h[i], self.length[i], self.width[i], self.road, self.margins
+                )
+                self.ever_off[i] |= edge < 0.0
+                if i == e:
+                    m["min_road_edge_distance_m"] = min(m["min_road_edge_distance_m"], edge)
+                    m["offroad"] = m["offroad"] or edge < 0.0
+        m["agents_offroad"] = int(np.sum(self.ever_off))
         m["collision_pairs"] = max(m["collision_pairs"], pairs)
-        m["offroad"] = m["offroad"] or not on_road(self.x[e], self.y[e], self.road, self.margins)
         m["progress_m"] = self.routes[e].project(self.x[e], self.y[e])[0] - self.ego_s0
-        closing = old_v[e] - lead_v[e]
-        if has_lead[e] and closing > 0:
-            m["min_ttc_s"] = min(m["min_ttc_s"], max(gap[e], 0.0) / closing)
-        m["max_jerk"] = max(m["max_jerk"], abs(self.acc[e] - old_acc[e]) / cfg.dt)
+        closing = old_v[e] - veh_v[e]
+        if np.isfinite(veh_gap[e]) and closing > 0:
+            m["min_ttc_s"] = min(m["min_ttc_s"], max(veh_gap[e], 0.0) / closing)
+        if t >= 1:
+            m["max_jerk"] = max(m["max_jerk"], abs(self.acc[e] - old_acc[e]) / cfg.dt)
         finite = np.isfinite(self.x) & np.isfinite(self.y) & np.isfinite(self.h) & np.isfinite(self.v)
         m["has_nan"] = m["has_nan"] or bool(np.any(self.valid & ~finite))
-        m["window_overflow"] = m["window_overflow"] or self._overflow()
 
 
 def reference_rollout(scenario, policy, config) -> RefResult:
@@ -441,7 +484,10 @@ def reference_rollout(scenario, policy, config) -> RefResult:
         max_jerk=0.0,
         steps=0,
         has_nan=False,
-        window_overflow=False,
+        min_road_edge_distance_m=np.inf,
+        collided_with=-1,
+        agents_collided=0,
+        agents_offroad=0,
     )
     traj = {k: [] for k in ("x", "y", "heading", "speed", "valid")}
     for t in range(config.num_steps):

@@ -1,0 +1,96 @@
+"""Exact neighbours: the engine's leaders and collisions against a float64 all-pairs
+reference (drivesim.bench.fidelity) on synthetic families and a CommonRoad log with agents
+entering late; a shrunk window shows the reference can fail; a batch of one."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+
+import jax
+import numpy as np
+import pytest
+
+from drivesim.bench.fidelity import Counts, compare, delivered_traces
+from drivesim.core.behavior import idm_acceleration
+from drivesim.core.policies import idm_policy
+from drivesim.core.rollout import simulate
+from drivesim.core.types import IDM_DEFAULTS, IDMParams, SimConfig
+from drivesim.scenarios.batching import pad_and_stack
+from drivesim.scenarios.synthetic import FamilyConfig, generate
+
+STEPS = 30
+CONFIG = SimConfig(num_steps=STEPS)
+DATA = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "commonroad"
+
+
+def _mixed_batch(agents: int = 32):
+    cfg = FamilyConfig(num_agents=agents, steps=STEPS)
+    scenarios = [generate(f, i, cfg).scenario for f in ("highway", "merge", "intersection") for i in range(2)]
+    return pad_and_stack(scenarios, num_agents=agents)
+
+
+def _total(trace, batch) -> Counts:
+    total = Counts()
+    for b in np.flatnonzero(np.asarray(batch.valid)):
+        total = total.add(compare(trace, int(b)))
+    return total
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    return _mixed_batch()
+
+
+@pytest.mark.parametrize("policy", ["idm", "constant"])
+def test_engine_equals_all_pairs_reference(mixed, policy):
+    config = dataclasses.replace(CONFIG, policy=policy)
+    _win, got, _flag = delivered_traces(mixed, idm_policy() if policy == "idm" else None, config)
+    c = _total(got, mixed)
+    assert c.leader_relations > 1000 and c.borderline < 0.01 * c.leader_relations
+    assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
+    assert c.pair_count_errors == 0
+
+
+def test_shrunk_window_is_caught_by_the_reference_and_by_the_certificate(mixed):
+    shrunk = dataclasses.replace(CONFIG, window=1)
+    win, got, flag = delivered_traces(mixed, idm_policy(), shrunk)
+    assert _total(win, mixed).leader_misses > 0, "a window of 1 must miss leaders"
+    assert flag.any()
+    c = _total(got, mixed)
+    assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="no CommonRoad data")
+def test_commonroad_logs_exact():
+    from drivesim.scenarios.commonroad import load_commonroad
+
+    records = [load_commonroad(p) for p in sorted(DATA.glob("*.xml"))]
+    batch = pad_and_stack(
+        [r.scenario for r in records], num_agents=max(r.scenario.num_agents for r in records)
+    )
+    _win, got, _flag = delivered_traces(batch, idm_policy(), SimConfig(num_steps=80))
+    c = _total(got, batch)
+    assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
+
+
+@pytest.mark.parametrize("family", ["merge", "intersection"])
+def test_batch_of_one_is_bit_identical(family):
+    cfg = FamilyConfig(num_agents=32, steps=20)
+    scenarios = [generate(family, i, cfg).scenario for i in range(3)]
+    config = SimConfig(num_steps=20)
+    many = jax.device_get(simulate(pad_and_stack(scenarios, num_agents=32), idm_policy(), config))
+    one = jax.device_get(simulate(pad_and_stack(scenarios[1:2], num_agents=32), idm_policy(), config))
+    for name in ("progress_m", "min_ttc_s", "max_jerk", "min_road_edge_distance_m", "collision_step"):
+        assert np.asarray(getattr(one, name))[0].tobytes() == np.asarray(getattr(many, name))[1].tobytes(), (
+            name
+        )
+
+
+def test_idm_desired_gap_is_clamped_at_s0():
+    """A leader 10 m/s faster: v T + v dv / (2 sqrt(ab)) < 0, so s* = s0 (Treiber)."""
+    p = IDMParams(**{k: np.float32(v) for k, v in IDM_DEFAULTS.items()})
+    v, gap, dv = 20.0, 30.0, -10.0
+    expected = p.a * (1.0 - (v / p.v0) ** p.delta - (p.s0 / gap) ** 2)
+    got = float(idm_acceleration(np.float32(v), np.float32(gap), np.float32(dv), p))
+    assert got == pytest.approx(expected, rel=1e-5) and got > 0
