@@ -17,7 +17,7 @@ import typer
 try:  # typer >= 0.20 carries its own copy of click
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # pragma: no cover - older typer on click
-    from click.exceptions import ClickException, UsageError
+    from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
 
 USAGE_EXIT = 2
 FAILURE_EXIT = 1
@@ -50,8 +50,9 @@ def one_line(exc: BaseException) -> str:
     """A one-line description of ``exc`` naming what it names (file, field, value)."""
     if isinstance(exc, ClickException):
         message = exc.format_message()
-        if getattr(exc, "ctx", None) is not None:
-            message += f" (see: {exc.ctx.command_path} --help)"
+        ctx = getattr(exc, "ctx", None)
+        if ctx is not None:
+            message += f" (see: {ctx.command_path} --help)"
         return message
     if isinstance(exc, OSError) and exc.strerror:
         where = f"{exc.filename}: " if exc.filename else ""

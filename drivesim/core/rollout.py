@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import overload
 
 import jax
 import jax.numpy as jnp
@@ -74,7 +75,11 @@ class _PropRow:
     def __set_name__(self, owner, name: str) -> None:
         self.name, self.index = name, PROP_ROWS.index(name)
 
-    def __get__(self, agents, owner=None) -> Array:
+    @overload
+    def __get__(self, agents: None, owner=None) -> _PropRow: ...
+    @overload
+    def __get__(self, agents: SortedAgents, owner=None) -> Array: ...
+    def __get__(self, agents, owner=None) -> _PropRow | Array:
         if agents is None:
             return self
         row = agents.props[self.index]

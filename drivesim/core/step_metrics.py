@@ -34,6 +34,8 @@ def step_info(state, agents, proj, scenario, config, active, ego_pre) -> tuple[S
     closing = ego_speed - veh_lead
     ttc_ok = jnp.isfinite(veh_gap) & (closing > 0)
     ttc = jnp.where(ttc_ok, jnp.maximum(veh_gap, 0.0) / jnp.where(ttc_ok, closing, 1.0), jnp.inf)
+    div_sum: Array
+    div_count: Array
     div_sum = div_count = jnp.zeros((), jnp.float32)
     if scenario.log is not None:
         div_sum, div_count = log_divergence(state, agents, scenario.log)

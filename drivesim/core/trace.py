@@ -98,7 +98,7 @@ def neighbour_trace(scenario: Scenario, policy, config: SimConfig) -> NeighbourT
     state0 = reset(scenario, config)
     _, rows = jax.lax.scan(body, state0, steps)
     n = scenario.agents.x.shape[0]
-    replay = scenario.log.replay if scenario.log is not None else jnp.zeros(n, bool)
+    replay = jnp.asarray(scenario.log.replay) if scenario.log is not None else jnp.zeros(n, bool)
     accel0 = rows.pop("accel")[0]
     return NeighbourTrace(**rows, replay=replay, accel0=accel0)
 

@@ -53,7 +53,7 @@ def _files(path: pathlib.Path, pattern: str) -> list[pathlib.Path]:
 
 def _file_prints(label: str, path: pathlib.Path, pattern: str, known: dict) -> dict:
     """{label#file: {size, mtime_ns, sha256}} for a file or every matching file of a folder."""
-    out = {}
+    out: dict[str, dict] = {}
     files = _files(path, pattern)
     if not files:
         out[label] = {"missing": True}

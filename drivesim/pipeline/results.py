@@ -118,8 +118,10 @@ def batch_table(
     cols["policy"] = pa.array(list(policies), pa.string()).take(pa.array(policy_ids))
     cols["status"] = pa.array(["ok"], pa.string()).take(pa.array(np.zeros(n, np.int32)))
     cols["error"] = pa.nulls(n, pa.string())
+    if b_count and metrics is None:
+        raise ValueError(f"batch_table: batch {batch_id} has {b_count} scenarios but no metrics")
     for key in METRIC_COLUMNS:
-        values = np.asarray(metrics[key]).reshape(-1) if b_count else np.zeros(0)
+        values = np.asarray(metrics[key]).reshape(-1) if b_count and metrics is not None else np.zeros(0)
         cols[key] = pa.array(values).cast(SCHEMA.field(key).type)
     ok = pa.table(cols | _constants(batch_id, process_index, n), schema=SCHEMA)
     if not failed:

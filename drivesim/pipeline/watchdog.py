@@ -96,12 +96,14 @@ class Watchdog:
                 fh.flush()
                 faulthandler.dump_traceback(fh, all_threads=True)
         except OSError:
-            path = None
-        where = f"; thread stacks in {path}" if path else ""
+            dump = None
+        else:
+            dump = path
+        where = f"; thread stacks in {dump}" if dump else ""
         self.error = CampaignStalled(
             f"campaign stalled: no batch moved for {idle:.0f} s (limit {limit:.0f} s){where}; "
             "rerun the same command to resume it",
-            path,
+            dump,
         )
         self.on_stall(self.error)
 

@@ -12,6 +12,7 @@ collision outcome flips. Used by ``drivesim compare`` and the dashboard.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def paired_mean(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, floa
     return mean, low, high, float(stats.ttest_rel(b, a).pvalue)
 
 
-def load_arms(directories: list[str | Path]) -> list[Arm]:
+def load_arms(directories: Sequence[str | Path]) -> list[Arm]:
     """The arms of campaign directories: every policy of each (a sweep gives several)."""
     from drivesim.pipeline import results
 
@@ -203,7 +204,7 @@ def compare_arms(arms: list[Arm], max_flips: int = 50) -> Comparison:
     return out
 
 
-def compare_dirs(directories: list[str | Path]) -> Comparison:
+def compare_dirs(directories: Sequence[str | Path]) -> Comparison:
     """:func:`compare_arms` over every policy of every directory."""
     return compare_arms(load_arms(directories))
 

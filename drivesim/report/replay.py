@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jax
 import numpy as np
+
+if TYPE_CHECKING:
+    from drivesim.scenarios.record import ScenarioRecord
 
 VIEWERS_DIR = "viewers"
 
@@ -25,7 +30,7 @@ class Replay:
     (None when absent), the replayed metrics {name: value} and the trajectory (S, N)."""
 
     scenario_id: int
-    record: object
+    record: ScenarioRecord
     scenario: object  # the padded single Scenario that was simulated
     policy_id: int
     policy: str
@@ -109,7 +114,7 @@ def replay(directory, scenario_id: int, policy: str | None = None) -> Replay:
     return replay_many(directory, [(scenario_id, policy)])[0]
 
 
-def replay_many(directory, wanted: list[tuple[int, str | None]]) -> list[Replay]:
+def replay_many(directory, wanted: Sequence[tuple[int, str | None]]) -> list[Replay]:
     """Re-simulate several scenarios: those with the same log layout are padded to one shape
     and run as one batch per policy (one compilation for every policy of a sweep)."""
     from drivesim.core.types import SimConfig
@@ -139,7 +144,9 @@ def replay_many(directory, wanted: list[tuple[int, str | None]]) -> list[Replay]
                 take = lambda tree, b=b: jax.tree_util.tree_map(lambda a: np.asarray(a)[b], tree)  # noqa: E731
                 values = {n: np.asarray(v)[b].item() for n, v in vars(metrics).items()}
                 out[k] = Replay(sid, record, take(batch), pid, spec.names[pid], row, values, take(traj))
-    return out
+    done = [r for r in out if r is not None]
+    assert len(done) == len(out)  # every job's policy is simulated in its group
+    return done
 
 
 def _simulate(batch, policy, sim):
@@ -211,7 +218,7 @@ def viewer_name(scenario_id: int, policy_id: int) -> str:
     return f"scenario-{int(scenario_id)}-p{int(policy_id)}.html"
 
 
-def write_viewers(directory, wanted: list[tuple[int, str | None]]) -> list[Path]:
+def write_viewers(directory, wanted: Sequence[tuple[int, str | None]]) -> list[Path]:
     """Write ``DIR/viewers/scenario-ID-pP.html`` for each wanted (scenario id, policy)."""
     from drivesim.report.viewer import write_page
 

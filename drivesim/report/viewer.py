@@ -68,7 +68,7 @@ def viewer_data(
     else:
         frame = int(collision_step) + 1 if int(collision_step) >= 0 else -1
     if hit is None or hit < 0:
-        near = np.flatnonzero(overlaps[frame]) if 0 <= frame < len(x) else []
+        near: np.ndarray | list[int] = np.flatnonzero(overlaps[frame]) if 0 <= frame < len(x) else []
         hit = int(near[0]) if len(near) else -1
     return ViewerData(x, y, heading, speed, valid, length, width, ego, frame, int(hit))
 

@@ -190,6 +190,13 @@ def _to_table(records: list[ScenarioRecord]) -> pa.Table:
     return table.combine_chunks()
 
 
+def _log_steps(sc: Scenario) -> int:
+    """T of a scenario's log (ScenarioError if it has none, in a bucket with logs)."""
+    if sc.log is None:
+        raise ScenarioError("a scenario without a log in a bucket of scenarios with logs")
+    return sc.log.valid.shape[0]
+
+
 def _bucket_table(records: list[ScenarioRecord], key: BucketKey) -> pa.Table:
     """Rows of one bucket: meta columns and the records padded to ``key`` as list columns."""
     scs = [r.scenario for r in records]
@@ -203,7 +210,7 @@ def _bucket_table(records: list[ScenarioRecord], key: BucketKey) -> pa.Table:
         "num_agents": pa.array([s.num_agents for s in scs], pa.int32()),
         "num_lanes": pa.array([np.asarray(s.road.widths).shape[0] for s in scs], pa.int32()),
         "num_points": pa.array([np.asarray(s.road.centers).shape[1] for s in scs], pa.int32()),
-        "log_steps": pa.array([s.log.valid.shape[0] if has_log else None for s in scs], pa.int32()),
+        "log_steps": pa.array([_log_steps(s) if has_log else None for s in scs], pa.int32()),
         "class_agents": pa.array(np.full(b, key.agents, np.int32)),
         "class_lanes": pa.array(np.full(b, key.lanes, np.int32)),
         "class_points": pa.array(np.full(b, key.points, np.int32)),
@@ -217,7 +224,7 @@ def _bucket_table(records: list[ScenarioRecord], key: BucketKey) -> pa.Table:
         elif value is None:
             data[name] = pa.nulls(b, pa.list_(ARROW[dtype]))
         else:
-            flat = np.ascontiguousarray(value, dtype).reshape(b, -1)
+            flat: np.ndarray = np.ascontiguousarray(value, dtype).reshape(b, -1)
             offsets = pa.array(np.arange(b + 1, dtype=np.int32) * flat.shape[1])
             data[name] = pa.ListArray.from_arrays(offsets, pa.array(flat.reshape(-1)))
     return pa.table(data, schema=schema())
@@ -344,7 +351,7 @@ class _RowGroup:
         stored = own if version == 1 else [table.column(n).to_pylist() for n in CLASS_COLUMNS]
         self.dims = [dict(zip(DIMS, values, strict=True)) for values in zip(*own, strict=True)]
         self.stored = [dict(zip(DIMS, values, strict=True)) for values in zip(*stored, strict=True)]
-        self.columns = {}
+        self.columns: dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
         for path, dtype, shape in FIELDS:
             col = table.column(column_name(path)).combine_chunks()
             if shape == ():
@@ -368,6 +375,7 @@ def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:
             continue
         if path.startswith("log.") and not has_log:
             continue
+        assert offsets is not None and null is not None  # list columns keep both
         flat = values[offsets[row] : offsets[row + 1]]
         full = field_shape(shape, stored)
         own = field_shape(shape, dims)

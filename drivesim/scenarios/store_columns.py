@@ -41,7 +41,8 @@ def bucket_columns(store) -> BucketColumns:
     table = store.reader().read(columns=list(CLASS_COLUMNS))
     cols = [table.column(n).to_numpy(zero_copy_only=False) for n in CLASS_COLUMNS]
     log = table.column("class_log").fill_null(-1).to_numpy(zero_copy_only=False)
-    return BucketColumns(*(np.asarray(c, np.int32) for c in cols[:3]), np.asarray(log, np.int32))
+    agents, lanes, points = (np.asarray(c, np.int32) for c in cols[:3])
+    return BucketColumns(agents, lanes, points, np.asarray(log, np.int32))
 
 
 def read_span(store, lo: int, hi: int) -> pa.Table:

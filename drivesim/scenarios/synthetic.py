@@ -63,7 +63,9 @@ def generate_many(family: str, ids, cfg: FamilyConfig = DEFAULT) -> list[Scenari
         batch = jax.device_get(_generate(family, np.uint32(cfg.seed), padded, cfg.static(), int(size)))
         for k, row in enumerate(rows):
             out[row] = to_record(batch, k, family, module.POINTS)
-    return out
+    records = [r for r in out if r is not None]
+    assert len(records) == len(out)  # every id falls in one size class
+    return records
 
 
 def generate_positions(
