@@ -24,10 +24,12 @@ def _random_inputs(n=2000, seed=0):
 
 
 def published_idm(v, s, dv, v0, T, s0, a, b, delta):
-    """dv/dt = a [1 - (v/v0)^delta - (s*/s)^2], s* = s0 + vT + v dv / (2 sqrt(ab)), float64."""
+    """dv/dt = a [1 - (v/v0)^delta - (s*/s)^2], s* = s0 + max(0, vT + v dv / (2 sqrt(ab))),
+    float64 (Treiber et al. 2000 with the dynamic part of s* clamped at 0, Treiber & Kesting
+    2013, as in Waymax's IDM)."""
     v, s, dv = (np.asarray(q, np.float64) for q in (v, s, dv))
     v0, T, s0, a, b, delta = (np.asarray(q, np.float64) for q in (v0, T, s0, a, b, delta))
-    s_star = s0 + v * T + (v * dv) / (2.0 * np.sqrt(a * b))
+    s_star = s0 + np.maximum(0.0, v * T + (v * dv) / (2.0 * np.sqrt(a * b)))
     return a * (1.0 - (v / v0) ** delta - (s_star / s) ** 2), a * (
         1.0 + (v / v0) ** delta + (s_star / s) ** 2
     )
@@ -54,6 +56,17 @@ def test_idm_free_road_and_min_gap_guard():
     approach = v.astype(np.float64) - lead.astype(np.float64)
     want_tiny, _ = published_idm(v, np.full_like(gap, MIN_GAP), approach, **params)
     np.testing.assert_allclose(tiny, want_tiny, rtol=1e-5)
+
+
+def test_desired_gap_is_clamped_at_s0():
+    """A faster leader (dv << 0) never shortens the desired gap below s0: at s = s0 and
+    v = 0 the interaction term is exactly a (s0/s0)^2."""
+    p = IDMParams(*(np.float32(x) for x in (30.0, 1.5, 2.0, 1.0, 1.5, 4.0)))
+    fast_leader = float(idm_acceleration(np.float32(10.0), np.float32(40.0), np.float32(-15.0), p))
+    want, _ = published_idm(10.0, 40.0, -15.0, 30.0, 1.5, 2.0, 1.0, 1.5, 4.0)
+    assert abs(fast_leader - float(want)) < 1e-5 and fast_leader > 0.0
+    unclamped = 1.0 * (1.0 - (10.0 / 30.0) ** 4 - ((2.0 + 15.0 - 150.0 / (2 * 1.5**0.5)) / 40.0) ** 2)
+    assert fast_leader > unclamped
 
 
 def test_idm_known_values():
