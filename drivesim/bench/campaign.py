@@ -124,8 +124,16 @@ def run_campaign_bench(
             t_small = _campaign_s(cfg, spec(small), small, work / "run")
             t_large = _campaign_s(cfg, spec(large), large, work / "run")
             walls.append((t_small, t_large))
-            rates.append((large - small) / max(t_large - t_small, 1e-9))
+            if t_large <= t_small:  # noise larger than the extra work: no rate from this pair
+                log(f"  small {t_small:.1f} s, large {t_large:.1f} s: no marginal rate (large not slower)")
+                continue
+            rates.append((large - small) / (t_large - t_small))
             log(f"  small {t_small:.1f} s, large {t_large:.1f} s: marginal {rates[-1]:,.0f} scenarios/s")
+        if not rates:
+            raise RuntimeError(
+                f"campaign bench ({kind}): the large campaign was never slower than the small one; "
+                "use more --large-batches"
+            )
         summary = _spread(rates)
         ratio = summary["median"] / engine_rate
         log(f"  {kind}: campaign {summary['median']:,.0f} scenarios/s = {ratio:.2f}x engine")
