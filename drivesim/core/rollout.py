@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import overload
 
 import jax
 import jax.numpy as jnp
 
 from drivesim.core import behavior, exact, interactions
+from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
 from drivesim.core.fallback import all_pairs_config, exact_fallback
@@ -27,7 +27,6 @@ from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.policies import EgoInputs, get_policy
 from drivesim.core.road import (
     Projection,
-    RouteSegments,
     agent_segments,
     lane_ok,
     point_at,
@@ -36,7 +35,6 @@ from drivesim.core.road import (
 from drivesim.core.step_metrics import ego_values, step_info
 from drivesim.core.types import (
     Array,
-    IDMParams,
     RolloutMetrics,
     Scenario,
     SimConfig,
@@ -44,117 +42,6 @@ from drivesim.core.types import (
     pytree_dataclass,
     replace,
 )
-
-PROP_ROWS = (
-    "length",
-    "width",
-    "lane_width",
-    "stop_s",
-    "v0",
-    "T",
-    "s0",
-    "a",
-    "b",
-    "delta",
-    "base_valid",
-    "is_ego",
-    "agent_id",
-    "replay",
-    "route",
-    "group",
-)
-SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
-_BOOL_ROWS = {"base_valid", "is_ego", "replay"}
-_INT_ROWS = {"agent_id", "route"}
-
-
-class _PropRow:
-    """A static row of ``SortedAgents.props`` read as an attribute: (N,) float32, bool for
-    the PROP_ROWS flags, int32 for agent_id and route."""
-
-    def __set_name__(self, owner, name: str) -> None:
-        self.name, self.index = name, PROP_ROWS.index(name)
-
-    @overload
-    def __get__(self, agents: None, owner=None) -> _PropRow: ...
-    @overload
-    def __get__(self, agents: SortedAgents, owner=None) -> Array: ...
-    def __get__(self, agents, owner=None) -> _PropRow | Array:
-        if agents is None:
-            return self
-        row = agents.props[self.index]
-        if self.name in _BOOL_ROWS:
-            return row > 0.5
-        return row.astype(jnp.int32) if self.name in _INT_ROWS else row
-
-
-@pytree_dataclass
-class SortedAgents:
-    """Per-agent arrays in sorted order.
-
-    x, y, heading, cos_h, sin_h, speed, accel: (N,) float32 dynamic state (cos/sin of the
-        heading cached; accel is the last applied acceleration); valid: (N,) bool, the
-        agent is present now; outcome: (N,) int32 bits of what happened to the agent so
-        far (1: collided, 2: off-road). Separate leaves: stacking them would make XLA transpose
-        (rows, B, N) -> (B, rows, N) inside the step's main loop.
-    props: (14 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
-        RouteSegments field), packed so one permutation moves them all. base_valid: slot
-        holds an agent; agent_id: slot index in the scenario's original order. Read them
-        through the row attributes below (``a.length``, ``a.idm``, ``a.seg`` ...): (N,)
-        arrays, bool for flags.
-    """
-
-    x: Array
-    y: Array
-    heading: Array
-    cos_h: Array
-    sin_h: Array
-    speed: Array
-    accel: Array
-    valid: Array
-    outcome: Array
-    props: Array
-
-    length = _PropRow()
-    width = _PropRow()
-    lane_width = _PropRow()
-    stop_s = _PropRow()
-    v0 = _PropRow()
-    T = _PropRow()
-    s0 = _PropRow()
-    a = _PropRow()
-    b = _PropRow()
-    delta = _PropRow()
-    base_valid = _PropRow()
-    is_ego = _PropRow()
-    agent_id = _PropRow()
-    replay = _PropRow()
-    route = _PropRow()
-    group = _PropRow()
-
-    @property
-    def idm(self) -> IDMParams:
-        return IDMParams(v0=self.v0, T=self.T, s0=self.s0, a=self.a, b=self.b, delta=self.delta)
-
-    @property
-    def seg(self) -> RouteSegments:
-        rows = self.props[len(PROP_ROWS) :]
-        s = rows.shape[0] // len(SEG_FIELDS)
-        return RouteSegments(**{f: rows[i * s : (i + 1) * s] for i, f in enumerate(SEG_FIELDS)})
-
-
-def dyn_fields(x, y, heading, speed, accel, valid) -> dict:
-    """The dynamic SortedAgents fields (each (N,)), cos/sin of the heading included."""
-    return dict(
-        x=x,
-        y=y,
-        heading=heading,
-        cos_h=jnp.cos(heading),
-        sin_h=jnp.sin(heading),
-        speed=speed,
-        accel=accel,
-        valid=valid,
-    )
 
 
 @pytree_dataclass
