@@ -26,7 +26,7 @@ BOUNDS: dict[str, tuple[float, float, bool]] = {
     "agents.length": (0.0, 50.0, True),
     "agents.width": (0.0, 10.0, True),
     "idm.v0": (0.0, 150.0, True),
-    "idm.T": (0.0, 10.0, True),
+    "idm.T": (0.0, 10.0, False),
     "idm.s0": (0.0, 50.0, False),
     "idm.a": (0.0, 10.0, True),
     "idm.b": (0.0, 15.0, True),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pathlib
+import stat
 
 from drivesim.pipeline.config import CONFIG_NAME, IDENTITY_FIELDS, CampaignConfig
 from drivesim.pipeline.ledger import Ledger
@@ -60,6 +61,9 @@ def _file_prints(label: str, path: pathlib.Path, pattern: str, known: dict) -> d
     for f in files:
         key = f"{label}#{f.relative_to(path)}" if path.is_dir() else label
         st = f.stat()
+        if not stat.S_ISREG(st.st_mode):  # a pipe or device: its content cannot be read twice
+            out[key] = {"special": stat.S_IFMT(st.st_mode)}
+            continue
         old = known.get(key, {})
         if old.get("size") == st.st_size and old.get("mtime_ns") == st.st_mtime_ns and old.get("sha256"):
             digest = old["sha256"]  # unchanged size and mtime: trusted without rehashing

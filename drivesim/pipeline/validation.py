@@ -33,7 +33,7 @@ BOUNDS: dict[str, tuple[int, int]] = {
 # IDM sweep parameters: (lowest, highest, lowest is exclusive); units m/s, s, m, m/s^2, -.
 IDM_BOUNDS: dict[str, tuple[float, float, bool]] = {
     "v0": (0.0, 70.0, True),
-    "T": (0.0, 10.0, True),
+    "T": (0.0, 10.0, False),  # T = 0: no time headway (a tailgater); IDM never divides by T
     "s0": (0.0, 50.0, False),
     "a": (0.0, 10.0, True),
     "b": (0.0, 15.0, True),

@@ -48,7 +48,7 @@ def _same(got: pa.Table, want: pa.Table) -> None:
 
 def test_columnar_loader_equals_record_loader(tmp_path):
     path = _store(tmp_path)
-    settings = PlanSettings(8, 24, 8, 2)
+    settings = PlanSettings(batch_size=8, window=24, padded_batch=8, loader_threads=2)
     assert isinstance(planner_for(StoreSource(path), tmp_path, settings, range(COUNT)), ColumnarPlanner)
     assert type(planner_for(MixedSource([StoreSource(path)]), tmp_path, settings, range(COUNT))) is Planner
     fast = run_campaign(small_config(tmp_path / "fast", sources=()), source=StoreSource(path))

@@ -3,6 +3,7 @@ directory (library and CLI), and a rerun resumes it to the same results."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -53,7 +54,9 @@ def test_blocked_source_fails_with_stacks_and_resumes(tmp_path):
     assert dump is not None and dump.parent == out and dump.is_file()
     text = dump.read_text()
     assert "in load" in text and "test_watchdog.py" in text
-    done = run_campaign(config, source=SyntheticSource(["highway"], 48, 0, config=source.inner.config))
+    # the resume compiles the generated-synthetic program: give it the default limit
+    resumed = dataclasses.replace(config, stall_s=300.0)
+    done = run_campaign(resumed, source=SyntheticSource(["highway"], 48, 0, config=source.inner.config))
     assert done.done == 48 and done.skipped < 48  # resumed from the ledger
     ids = results.results_table(out).column("scenario_id").to_pylist()
     assert sorted(ids) == list(range(48))
