@@ -10,7 +10,6 @@ _EXPORTS = {
     "LiveDashboardServer": "drivesim.report.server",
     "render": "drivesim.report.viewer",
     "write_page": "drivesim.report.viewer",
-    "replay": "drivesim.report.replay",
     "write_viewers": "drivesim.report.replay",
     "compare_dirs": "drivesim.report.compare",
 }
