@@ -45,14 +45,12 @@ from drivesim.parallel.mesh import (
     select_devices,
     slice_rows,
 )
-from drivesim.parallel.programs import ProgramCache
+from drivesim.parallel.programs import EXECUTOR_PROGRAMS
 from drivesim.parallel.reductions import combine, finalize, reducer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CPU_BUDGET = 2 << 30  # bytes for chunk="auto" where devices report no memory stats
-
-PROGRAM_CACHE_SIZE = 32  # compiled programs an Executor keeps (least recently used dropped)
 
 
 @dataclass(frozen=True)
@@ -132,7 +130,7 @@ class Executor:
         self.sim = sim
         self._lock = threading.RLock()
         self._auto_chunk: dict = {}
-        self._programs = ProgramCache(PROGRAM_CACHE_SIZE)
+        self._programs = EXECUTOR_PROGRAMS  # shared by the process: same program, one compile
         self.compile_seconds = 0.0  # seconds this executor spent in lower().compile()
         self._use(select_devices(config.devices))
 
@@ -239,11 +237,11 @@ class Executor:
         )
 
     def _program(self, chunk, policy, sweep: bool):
-        """The compiled program for these argument shapes (compiled once per Executor and
-        device set, kept in its bounded cache; ``chunk`` may hold ShapeDtypeStructs)."""
+        """The compiled program for these argument shapes (compiled once per process, device
+        set and SimConfig, kept in the shared bounded cache; ``chunk`` may hold ShapeDtypeStructs)."""
         key = ProgramKey(self.config.backend, sweep, self.config.donate)
         ids = tuple(d.id for d in self.devices)
-        sig = (key, ids, self.sim, _signature(chunk), _signature(policy))
+        sig = (key, ids, self.mesh, self.sim, _signature(chunk), _signature(policy))
 
         def build():
             program = build_program(key, self.mesh, self.sim)

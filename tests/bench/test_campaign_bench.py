@@ -11,8 +11,9 @@ from drivesim.cli import app
 
 @pytest.mark.slow  # six small campaigns and an engine run
 def test_bench_campaign_json(tmp_path):
-    args = ["bench", "campaign", "--agents", "8", "--steps", "5", "--batch-size", "16"]
-    # enough extra batches that the large campaign is measurably slower than the small one
+    args = ["bench", "campaign", "--agents", "8", "--steps", "20", "--batch-size", "16"]
+    # the campaigns share their compiled program (one compile in the warm-up), so the 11 extra
+    # batches of 20 steps make the large campaign clearly slower than the small one
     # (a pair where it is not gives no rate, and no rate at all is an error)
     args += ["--large-batches", "12", "--repeats", "2", "--json", "--out", str(tmp_path)]
     result = CliRunner().invoke(app, args)

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from drivesim.cli import app
+from drivesim.parallel.programs import EXECUTOR_PROGRAMS
 from drivesim.pipeline.campaign import run_campaign
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.sessions import read_sessions
@@ -33,6 +34,7 @@ def sweep_campaign(tmp_path_factory):
         sweep=str(DEMO_SWEEP),
         out=str(out),
     )
+    EXECUTOR_PROGRAMS.clear()  # compile_s > 0 below: the first campaign compiles its program
     run_campaign(config)
     run_campaign(config)  # a no-op resume: a second session, the first one kept
     return out
