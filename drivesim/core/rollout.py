@@ -16,7 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import behavior, exact, interactions
+from drivesim.core import behavior, certificate, exact, interactions
 from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
@@ -51,7 +51,8 @@ class SimState:
     (N,) each, all computed at the end of the previous step (the step's metrics need them
     there anyway, and the search then has one consumer, so XLA evaluates it once instead of
     once per row it feeds); step t (); ego start arc length (); the largest box diagonal ()
-    (window-overflow reach); route separations (L, L) (core.exact); the running metrics."""
+    (window-overflow reach); the smallest separation between routes of different groups ()
+    (core.certificate); the running metrics."""
 
     agents: SortedAgents
     proj: Projection
@@ -60,7 +61,7 @@ class SimState:
     t: Array
     ego_s0: Array
     reach: Array
-    sep: Array
+    cross_sep: Array
     metrics: MetricsState
 
 
@@ -83,6 +84,8 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     sep = exact.route_separation(scenario.road.centers, lane_ok(scenario.road.centers))
     real = scenario.road.lane_valid & (jnp.sum(lane_ok(scenario.road.centers), axis=-1) > 0)
     groups = exact.route_groups(sep, real)
+    occupied = jnp.any((onehot > 0.5) & ag.valid[:, None], axis=0)
+    cross_sep = certificate.cross_group_separation(sep, groups, occupied)
     rows = [
         ag.length,
         ag.width,
@@ -112,7 +115,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     reach = jnp.max(jnp.where(ag.valid, diag, 0.0))
     leaders = _leader_state(agents, proj, scenario, config)
-    certified = _certified(agents, proj, leaders["lead_gap"], reach, sep, scenario, config)
+    certified = _certified(agents, proj, leaders["lead_gap"], reach, cross_sep, scenario, config)
     return SimState(
         agents=agents,
         proj=proj,
@@ -120,16 +123,18 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         t=jnp.zeros((), jnp.int32),
         ego_s0=at_ego(agents.is_ego, proj.s),
         reach=reach,
-        sep=sep,
+        cross_sep=cross_sep,
         metrics=replace(init_metrics(), overflow=~certified),
     )
 
 
-def _certified(a, proj, lead_gap, reach, sep, scenario: Scenario, config: SimConfig) -> Array:
+def _certified(a, proj, lead_gap, reach, cross_sep, scenario: Scenario, config: SimConfig) -> Array:
     """() bool: the window search was exact this step (always True on the all-pairs path)."""
     if config.neighbours == "all_pairs":
         return jnp.ones((), bool)
-    return exact.window_certified(a, proj, lead_gap, reach, sep, scenario.road.sort_axis, config.window)
+    return certificate.window_certified(
+        a, proj, lead_gap, reach, cross_sep, scenario.road.sort_axis, config.window
+    )
 
 
 def _ego_controls(state, config, policy, ego_pre):
@@ -295,7 +300,9 @@ def advance(
             agents = end_of_route(agents, proj)
     with jax.named_scope("leaders"):
         leaders = _leader_state(agents, proj, scenario, config)
-        certified = _certified(agents, proj, leaders["lead_gap"], state.reach, state.sep, scenario, config)
+        certified = _certified(
+            agents, proj, leaders["lead_gap"], state.reach, state.cross_sep, scenario, config
+        )
     with jax.named_scope("metrics"):
         info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre)
         info = replace(info, overflow=~certified)
@@ -308,7 +315,7 @@ def advance(
         t=t + 1,
         ego_s0=state.ego_s0,
         reach=state.reach,
-        sep=state.sep,
+        cross_sep=state.cross_sep,
         metrics=metrics,
     )
     return new_state, info

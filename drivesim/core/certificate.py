@@ -1,0 +1,120 @@
+"""The window certificate: a per-step proof that the sorted-window search missed nothing.
+
+Agents are sorted by (route group, position along the sort axis) and groups stay contiguous
+in that order (core.exact.route_groups; the odd-even passes compare the group first). For
+agent i the window search examines ``window`` neighbours on one side and a few on the
+other; :func:`window_certified` proves that no agent outside them can be i's leader or
+overlap i's box:
+
+- same group: every agent beyond the window, inside i's group, must lie farther along the
+  sort axis (key = x a_x + y a_y) than any leader or overlapping box could (the bound uses
+  i's leader gap, lane corridor and the largest box diagonal). The order lags the positions
+  a little (one odd-even pass every few steps), so the first key beyond the window bounds
+  the rest only up to the group's total descent (:func:`_descent`): one (N,) pass instead
+  of a running minimum per route, which cost more than the search it checks on the CPU.
+- other groups: routes of different groups are parallel straight lines at least
+  ``cross_sep`` apart (:func:`cross_group_separation`); their agents can be neither leaders
+  (when ``cross_sep`` minus the largest lateral offset exceeds half the lane width) nor
+  collision partners (when it exceeds twice the largest lateral reach of a box). Otherwise
+  the scenario is not certified.
+
+Where the proof fails, the scenario is simulated again with all pairs (core.fallback), so
+every leader and collision is exact. Every function works on one scenario.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from drivesim.core import interactions
+from drivesim.core.types import Array
+
+EPS = 0.01  # [m] slack for float32 rounding of key differences (conservative side)
+
+
+def cross_group_separation(sep: Array, groups: Array, occupied: Array) -> Array:
+    """() float32: the smallest separation between two occupied routes of different groups
+    (+inf with one group). sep (L, L) from core.exact.route_separation (0: may meet);
+    groups (L,) route groups; occupied (L,) bool: some agent drives the route."""
+    pair = occupied[:, None] & occupied[None, :] & (groups[:, None] != groups[None, :])
+    return jnp.min(jnp.where(pair, sep, jnp.inf))
+
+
+def _shift(values: Array, offset: int, fill) -> Array:
+    """out[i] = values[i + offset] (``fill`` outside); values (N,), offset may be negative."""
+    padded = interactions.padded(values, abs(offset), fill)
+    return interactions.view(padded, abs(offset), offset, values.shape[0])
+
+
+def _descent(key: Array, group: Array, real: Array) -> Array:
+    """() total descent of ``key`` (N,) along the sorted order inside groups (the sum of
+    key[k] - key[k+1] over adjacent slots k, k+1 of one group where the key drops), over
+    ``real`` (N,) slots. For slots m <= j of one group, key[j] >= key[m] - descent and
+    key[m] <= key[j] + descent: a telescoping sum, so one number bounds every running
+    minimum or maximum that a scan would compute."""
+    following = _shift(key, 1, jnp.nan)
+    same = (_shift(group, 1, jnp.nan) == group) & real & _shift(real, 1, False)
+    return jnp.sum(jnp.where(same, jnp.maximum(key - following, 0.0), 0.0))
+
+
+def _beyond(key: Array, group: Array, offset: int, fill) -> Array:
+    """key[i + offset] when slot i + offset is in i's group, else ``fill``; (N,)."""
+    same = _shift(group, offset, jnp.nan) == group
+    return jnp.where(same, _shift(key, offset, fill), fill)
+
+
+def window_certified(
+    a, proj, lead_gap: Array, reach: Array, cross_sep: Array, axis: Array, window: int
+) -> Array:
+    """Whether the window search was provably exact for every agent this step; () bool.
+
+    a: SortedAgents (x, y, valid, length, width, lane_width, group rows); proj: their
+    Projection; lead_gap: (N,) gap to the window's leader (+inf none); reach: () largest
+    box diagonal; cross_sep: () from :func:`cross_group_separation`; axis: (2,) sort axis.
+    """
+    group = a.group
+    key = interactions.sort_key(a.x, a.y, a.valid, axis)
+    # every slot of an agent (present or not) keeps a finite key: absent agents sit at their
+    # entry or exit position, so the chain of keys through them bounds the present ones
+    slot_key = interactions.sort_key(a.x, a.y, a.base_valid, axis)
+    descent = _descent(slot_key, group, a.base_valid)
+    slack = min(interactions.BEHIND_SLACK, window)
+    ta = proj.tx * axis[0] + proj.ty * axis[1]
+    na = jnp.abs(-proj.ty * axis[0] + proj.tx * axis[1])
+    forward = ta >= 0.0
+    # leaders in i's group: bounds on the nearest unexamined keys ahead of and behind i
+    ahead_min = (
+        jnp.where(
+            forward,
+            _beyond(slot_key, group, window + 1, jnp.inf),
+            _beyond(slot_key, group, slack + 1, jnp.inf),
+        )
+        - descent
+    )
+    behind_max = (
+        jnp.where(
+            forward,
+            _beyond(slot_key, group, -slack - 1, -jnp.inf),
+            _beyond(slot_key, group, -window - 1, -jnp.inf),
+        )
+        + descent
+    )
+    corridor = (0.5 * a.lane_width + jnp.abs(proj.d)) * na + EPS
+    bound = lead_gap + 0.5 * a.length + 0.5 * reach + EPS  # >= the leader's ds (+inf: none)
+    reach_along = jnp.where(ta == 0.0, 0.0, bound * ta)
+    hi = corridor + jnp.where(forward, reach_along, 0.0)
+    lo = -corridor + jnp.where(forward, 0.0, reach_along)
+    none_ahead, none_behind = ahead_min == jnp.inf, behind_max == -jnp.inf  # (inf > inf is False)
+    lead_ok = (none_ahead | (ahead_min - key > hi)) & (none_behind | (behind_max - key < lo))
+    # collisions in i's group: pairs (i, j) with j more than ``window`` places after i
+    far = _beyond(slot_key, group, window + 1, jnp.inf) - descent
+    coll_ok = far - key > reach + EPS
+    # other groups: too far across for a leader or an overlapping box
+    drift = jnp.max(jnp.where(a.valid, jnp.abs(proj.d), 0.0))
+    widest = jnp.max(jnp.where(a.valid, a.lane_width, 0.0))
+    cos_rel = jnp.abs(a.cos_h * proj.tx + a.sin_h * proj.ty)
+    sin_rel = jnp.abs(a.cos_h * proj.ty - a.sin_h * proj.tx)
+    across = jnp.abs(proj.d) + 0.5 * (a.width * cos_rel + a.length * sin_rel)
+    lateral_reach = jnp.max(jnp.where(a.valid, across, 0.0))
+    apart = (cross_sep - drift >= 0.5 * widest + EPS) & (cross_sep > 2.0 * lateral_reach + EPS)
+    return apart & jnp.all(~a.valid | (lead_ok & coll_ok))
