@@ -79,13 +79,13 @@ def check_idm_variant(where: str, index: int, variant) -> dict[str, float]:
 
 def _check_sources(specs) -> None:
     """Each spec parses to a registered kind, passes that kind's checks and its files exist."""
-    from drivesim.scenarios.registry import check_spec
+    from drivesim.scenarios.registry import SourceSpecError, check_spec
 
     for spec in specs:
         try:
             check_spec(str(spec))
-        except ValueError as err:
-            raise ConfigError(f"--source {spec!r}: {err}") from None
+        except SourceSpecError as err:
+            raise ConfigError(f"--source {spec!r}: {err.reason}") from None
 
 
 def validate_config(config, available_devices: int | None = None) -> None:

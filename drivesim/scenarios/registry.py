@@ -30,6 +30,7 @@ __all__ = [
     "SourceContext",
     "SourceKind",
     "SourceSpec",
+    "SourceSpecError",
     "check_spec",
     "open_spec",
     "open_specs",
@@ -40,6 +41,14 @@ __all__ = [
 ]
 
 _KIND_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+
+
+class SourceSpecError(ValueError):
+    """A spec that does not parse or fails its kind's checks; ``reason`` without the spec."""
+
+    def __init__(self, spec, reason: str):
+        super().__init__(f"source spec {str(spec)!r}: {reason}")
+        self.spec, self.reason = str(spec), reason
 
 
 @dataclass(frozen=True)
@@ -112,7 +121,9 @@ def register_source(
     entry = SourceKind(kind, opener, usage or f"{kind}:ARG", inputs, check)
     with _LOCK:
         old = _KINDS.get(kind)
-        if old is not None and old.opener is not opener:
+        if old is not None and old.opener is opener:
+            return old
+        if old is not None:
             raise ValueError(f"source kind {kind!r} is already registered (opener {old.opener!r})")
         _KINDS[kind] = entry
     return entry
@@ -128,15 +139,15 @@ def _known() -> str:
 
 
 def parse_spec(spec: str | SourceSpec) -> SourceSpec:
-    """``"KIND:ARG"`` -> SourceSpec; ValueError (one line, naming the spec and the registered
-    kinds) when the form is wrong or the kind unknown."""
+    """``"KIND:ARG"`` -> SourceSpec; SourceSpecError (a ValueError of one line, naming the spec
+    and the registered kinds) when the form is wrong or the kind unknown."""
     if isinstance(spec, SourceSpec):
         return spec
     kind, colon, arg = str(spec).partition(":")
     if not colon or not arg:
-        raise ValueError(f"source spec {spec!r}: expected KIND:ARG; registered kinds: {_known()}")
+        raise SourceSpecError(spec, f"expected KIND:ARG; registered kinds: {_known()}")
     if kind not in _KINDS:
-        raise ValueError(f"source spec {spec!r}: unknown kind {kind!r}; registered kinds: {_known()}")
+        raise SourceSpecError(spec, f"unknown kind {kind!r}; registered kinds: {_known()}")
     return SourceSpec(kind, arg)
 
 
@@ -153,14 +164,18 @@ def source_inputs(spec: str | SourceSpec) -> tuple[tuple[str, str], ...]:
 
 
 def check_spec(spec: str | SourceSpec) -> SourceSpec:
-    """Parse ``spec``, run its kind's checks and check its input files exist (ValueError)."""
+    """Parse ``spec``, run its kind's checks and check its input files exist
+    (SourceSpecError)."""
     parsed = parse_spec(spec)
     entry = _KINDS[parsed.kind]
-    if entry.check:
-        entry.check(parsed.arg)
+    try:
+        if entry.check:
+            entry.check(parsed.arg)
+    except ValueError as err:
+        raise SourceSpecError(spec, str(err)) from None
     for path, _ in source_inputs(parsed):
         if not Path(path).exists():
-            raise ValueError(f"{path} does not exist")
+            raise SourceSpecError(spec, f"{path} does not exist")
     return parsed
 
 
