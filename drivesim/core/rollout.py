@@ -32,7 +32,7 @@ from drivesim.core.road import (
     point_at,
     project,
 )
-from drivesim.core.step_metrics import ego_values, step_info
+from drivesim.core.step_metrics import EgoBefore, step_info
 from drivesim.core.types import (
     Array,
     RolloutMetrics,
@@ -137,16 +137,14 @@ def _certified(a, proj, lead_gap, reach, cross_sep, scenario: Scenario, config: 
     )
 
 
-def _ego_controls(state, config, policy, ego_pre):
+def _ego_controls(state, config, policy, ego_pre: EgoBefore):
     """The ego's (accel, tan(steer)) under the registered ``config.policy``; each ().
-    ``ego_pre`` holds the ego's speed, gap, leader speed and lane-keeping tan(steer)
-    before the step."""
-    ego_speed, ego_gap, ego_lead, lane_tan = ego_pre
+    ``ego_pre``: the ego's values before the step."""
     ego = EgoInputs(
-        speed=ego_speed,
-        gap=ego_gap,
-        lead_speed=ego_lead,
-        lane_tan=lane_tan,
+        speed=ego_pre.speed,
+        gap=ego_pre.gap,
+        lead_speed=ego_pre.lead_speed,
+        lane_tan=ego_pre.lane_tan,
         t=state.t,
         observe=lambda: observation_of(state, config),
     )
@@ -267,11 +265,19 @@ def advance(
             -tan_max,
             tan_max,
         )
-        ego_pre = ego_values(
-            a.is_ego, [a.speed, gap, lead_v, lane_tan, has_lead, a.accel, state.lead_gap, state.lead_speed]
+        ego_pre = EgoBefore.of(
+            a.is_ego,
+            speed=a.speed,
+            gap=gap,
+            lead_speed=lead_v,
+            lane_tan=lane_tan,
+            has_lead=has_lead,
+            accel=a.accel,
+            vehicle_gap=state.lead_gap,
+            vehicle_lead_speed=state.lead_speed,
         )
         if ego_action is None:
-            ego_accel, ego_tan = _ego_controls(state, config, policy, ego_pre[:4])
+            ego_accel, ego_tan = _ego_controls(state, config, policy, ego_pre)
         else:
             ego_accel = ego_action[0]
             ego_tan = jnp.tan(jnp.clip(ego_action[1], -config.max_steer, config.max_steer))

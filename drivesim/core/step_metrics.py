@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
@@ -18,10 +20,35 @@ def ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
     return list(jnp.sum(jnp.where(is_ego[None], stacked, 0.0), axis=1))
 
 
-def step_info(state, agents, proj, scenario, config, active, ego_pre) -> tuple[StepInfo, Array]:
+class EgoBefore(NamedTuple):
+    """The ego's values before a step, each () float32 (a pytree: a NamedTuple).
+
+    speed (m/s); gap (m) to its leader (vehicle or yield line, +inf: none); lead_speed (m/s);
+    lane_tan: the lane keeper's tan(steer); has_lead: 1.0 when it has a leader, else 0.0;
+    accel (m/s^2) of the previous step; vehicle_gap (m) and vehicle_lead_speed (m/s): the
+    vehicle leader only, as found at the end of the previous step.
+    """
+
+    speed: Array
+    gap: Array
+    lead_speed: Array
+    lane_tan: Array
+    has_lead: Array
+    accel: Array
+    vehicle_gap: Array
+    vehicle_lead_speed: Array
+
+    @classmethod
+    def of(cls, is_ego: Array, **rows: Array) -> EgoBefore:
+        """The ego's entries of the (N,) ``rows`` named by the fields, in one masked reduction."""
+        return cls(*ego_values(is_ego, [rows[name] for name in cls._fields]))
+
+
+def step_info(state, agents, proj, scenario, config, active, ego_pre: EgoBefore) -> tuple[StepInfo, Array]:
     """Observations of the new state (after a step) for the metrics, and each agent's
     outcome bits this step (N,) int32 (1: in a collision, 2: a box corner off-road)."""
-    ego_speed, _gap, _lead, _lane, _has, ego_accel_old, veh_gap, veh_lead = ego_pre
+    ego_speed, ego_accel_old = ego_pre.speed, ego_pre.accel
+    veh_gap, veh_lead = ego_pre.vehicle_gap, ego_pre.vehicle_lead_speed
     pairs, hit_any, partner = collisions(agents, config)
     edge = box_edge_distance(
         agents.x, agents.y, agents.cos_h, agents.sin_h, agents.length, agents.width, scenario.road

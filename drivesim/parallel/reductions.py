@@ -9,8 +9,6 @@ handful of scalars (or (P,) vectors for a policy sweep) reaches the host.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,10 +16,13 @@ from jax.sharding import PartitionSpec
 
 from drivesim.core.types import RolloutMetrics
 from drivesim.parallel.mesh import DATA
+from drivesim.parallel.programs import ProgramCache
 
 SUMS = ("ego_collided", "offroad", "progress_m", "max_jerk", "has_nan", "window_overflow", "collision_pairs")
 MINS = ("min_ttc_s",)
 MAXS = ("collision_pairs",)
+# the reducers of this process, one per (mesh, layouts, kept axis); least recently used dropped
+REDUCERS = ProgramCache(64)
 
 
 def _local_partials(metrics: RolloutMetrics, valid, keep_axis: int | None) -> dict:
@@ -56,14 +57,19 @@ def _all_reduce(partials: dict) -> dict:
     return out
 
 
-@lru_cache(maxsize=64)
 def reducer(mesh, metric_spec: PartitionSpec, valid_spec: PartitionSpec, keep_axis: int | None):
-    """Jitted (metrics, valid) -> replicated partials.
+    """Jitted (metrics, valid) -> replicated partials (built once per arguments, kept in
+    :data:`REDUCERS`).
 
     Metric leaves are laid out as ``metric_spec``, the scenario mask ``valid`` (padding rows
     False) as ``valid_spec``; ``keep_axis`` is the policy axis of a sweep (kept: the
     partials are (P,), and ``valid`` lacks that axis), or None (the partials are scalars).
     """
+    key = (mesh, metric_spec, valid_spec, keep_axis)
+    return REDUCERS.get(key, lambda: _build_reducer(mesh, metric_spec, valid_spec, keep_axis))
+
+
+def _build_reducer(mesh, metric_spec: PartitionSpec, valid_spec: PartitionSpec, keep_axis: int | None):
 
     def per_device(metrics, valid):
         if keep_axis is not None:

@@ -1,13 +1,13 @@
 """Campaign identity by content: fingerprints of every input, checked on resume.
 
 At the first start the ledger's ``meta`` gets ``inputs`` (one fingerprint per input: a
-scenario store or CommonRoad file's size, mtime and content hash; a synthetic spec with its
-seed and count; the policy and sweep files' hashes), ``identity`` (the result-deciding
-config fields) and ``config_sha256`` (the hash of ``campaign.toml``). Every later start
-recomputes them and refuses to go on when an input's content changed (naming the input) or
-``campaign.toml`` was edited (naming the field), so a resume never mixes results of
-different inputs. A file whose size and mtime are unchanged is trusted without rehashing;
-a changed mtime with the same content hash is accepted.
+scenario store or CommonRoad file's size, mtime and content hash; a synthetic spec, or any
+kind that reads no files, with its seed and count; the policy and sweep files' hashes),
+``identity`` (the result-deciding config fields) and ``config_sha256`` (the hash of
+``campaign.toml``). Every later start recomputes them and refuses to go on when an input's
+content changed (naming the input) or ``campaign.toml`` was edited (naming the field), so a
+resume never mixes results of different inputs. A file whose size and mtime are unchanged is
+trusted without rehashing; a changed mtime with the same content hash is accepted.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import stat
 
 from drivesim.pipeline.config import CONFIG_NAME, IDENTITY_FIELDS, CampaignConfig
 from drivesim.pipeline.ledger import Ledger
+from drivesim.scenarios.registry import parse_spec, source_inputs
 
 FULL_HASH_BYTES = 64 * 2**20  # files up to this size are hashed whole
 EDGE_BYTES = 8 * 2**20  # larger files: the first and last 8 MiB (Parquet footer, row-group index)
@@ -78,15 +79,12 @@ def input_fingerprints(config: CampaignConfig, known: dict | None = None) -> dic
     known = known or {}
     out: dict[str, dict] = {}
     for spec in config.sources:
-        kind, _, rest = spec.partition(":")
-        if kind == "synthetic":
+        parsed = parse_spec(spec)
+        inputs = source_inputs(parsed)
+        if not inputs:  # generated: its inputs are the campaign's numbers
             out[f"source {spec}"] = {"seed": config.seed, "count": config.count, "agents": config.agents}
-        elif kind == "commonroad":
-            for part in rest.removeprefix("replay:").split(","):
-                if part:
-                    out |= _file_prints(f"source commonroad:{part}", pathlib.Path(part), "*.xml", known)
-        elif kind == "store":
-            out |= _file_prints(f"source {spec}", pathlib.Path(rest), "*", known)
+        for path, pattern in inputs:
+            out |= _file_prints(f"source {parsed.kind}:{path}", pathlib.Path(path), pattern, known)
     if config.policy.startswith("mlp:"):
         path = config.policy.split(":", 1)[1]
         out |= _file_prints(f"policy {config.policy}", pathlib.Path(path), "*", known)

@@ -1,13 +1,15 @@
-"""Scenario sources as the pipeline sees them: a campaign's source specs resolved through
-``drivesim.scenarios.sources``, and the demo mix.
+"""Scenario sources as the pipeline sees them: a campaign's source specs opened through
+``drivesim.scenarios.registry`` with the campaign's synthetic FamilyConfig, and the demo mix.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
 from typing import Any
 
-from drivesim.scenarios import sources as real
+# A directory holding ``commonroad/*.xml``, searched for the demo after the current directory
+DATA_ENV = "DRIVESIM_DATA"
 
 # The demo campaign: a small mix that compiles few buckets (agent classes 8/16/32 per family)
 DEMO_FAMILIES = ("highway", "merge", "intersection")
@@ -20,8 +22,8 @@ DEMO_SWEEP = pathlib.Path(__file__).with_name("demo_sweep.toml")
 def demo_sources(root: pathlib.Path | None = None) -> tuple[tuple[str, ...], list[str]]:
     """Source specs of the demo campaign and notes for the user.
 
-    Every synthetic family, plus the CommonRoad files of ``../shared/data/commonroad`` found
-    relative to the project root or the current directory (skipped with a note when absent).
+    Every synthetic family, plus the CommonRoad files found by :func:`find_shared_commonroad`
+    (skipped with a note when absent).
     """
     from drivesim.scenarios import synthetic
 
@@ -34,21 +36,27 @@ def demo_sources(root: pathlib.Path | None = None) -> tuple[tuple[str, ...], lis
     notes = []
     data = find_shared_commonroad(root)
     if data is None:
-        notes.append("no CommonRoad data found at ../shared/data/commonroad: running synthetic families only")
+        notes.append(
+            f"no CommonRoad data found at ../shared/data/commonroad or ${DATA_ENV}/commonroad: "
+            "running synthetic families only"
+        )
     else:
         specs.append(f"commonroad:{data}")
     return tuple(specs), notes
 
 
 def find_shared_commonroad(root: pathlib.Path | None = None) -> pathlib.Path | None:
-    """``../shared/data/commonroad`` beside the project root or the cwd, if it holds XML files."""
-    project = pathlib.Path(__file__).resolve().parents[2]
-    candidates = [pathlib.Path(root)] if root else []
-    candidates += [project, pathlib.Path.cwd()]
-    for base in candidates:
-        for path in (base.parent / "shared" / "data" / "commonroad", base / "shared" / "data" / "commonroad"):
-            if path.is_dir() and any(path.glob("*.xml")):
-                return path.resolve()
+    """The CommonRoad demo data, if it holds XML files: ``shared/data/commonroad`` beside or
+    inside ``root`` (when given), then beside or inside the current directory (the project root
+    under ``make run`` and the tests), then ``$DRIVESIM_DATA/commonroad``."""
+    bases = [pathlib.Path(root)] if root else []
+    bases.append(pathlib.Path.cwd())
+    candidates = [p / "shared" / "data" / "commonroad" for base in bases for p in (base.parent, base)]
+    if os.environ.get(DATA_ENV):
+        candidates.append(pathlib.Path(os.environ[DATA_ENV]) / "commonroad")
+    for path in candidates:
+        if path.is_dir() and any(path.glob("*.xml")):
+            return path.resolve()
     return None
 
 
@@ -62,14 +70,14 @@ def open_source(
 ):
     """One source over all ``specs``: ``len(source)`` positions, ``source.load(position)``.
 
-    Uses drivesim.scenarios.sources; synthetic specs get a FamilyConfig with the campaign's
-    agent count (fixed, or drawn up to ``max_agents``), episode length and seed, so scenario
-    ``p`` is a pure function of (spec, seed, p) and a resume regenerates it bit for bit.
+    Opened through drivesim.scenarios.registry; synthetic specs get a FamilyConfig with the
+    campaign's agent count (fixed, or drawn up to ``max_agents``), episode length and seed, so
+    scenario ``p`` is a pure function of (spec, seed, p) and a resume regenerates it bit for bit.
     """
-    parts = [
-        _open_one(spec, count, seed, family_config(agents, num_steps, seed, max_agents)) for spec in specs
-    ]
-    return parts[0] if len(parts) == 1 else real.MixedSource(parts)
+    from drivesim.scenarios.registry import SourceContext, open_specs
+
+    context = SourceContext(count=count, seed=seed, family=family_config(agents, num_steps, seed, max_agents))
+    return open_specs(specs, context)
 
 
 def family_config(agents: int | None, num_steps: int, seed: int, max_agents: int | None = None):
@@ -78,11 +86,3 @@ def family_config(agents: int | None, num_steps: int, seed: int, max_agents: int
 
     extra: dict[str, Any] = {"max_agents": int(max_agents)} if max_agents else {}
     return FamilyConfig(num_agents=agents, steps=num_steps, seed=seed, **extra)
-
-
-def _open_one(spec, count, seed, cfg):
-    kind, _, arg = spec.partition(":")
-    if kind == "synthetic":
-        families = tuple(f.strip() for f in arg.split(",") if f.strip()) or ("highway",)
-        return real.SyntheticSource(list(families), count, seed, config=cfg)
-    return real.parse_source(spec, count, seed)

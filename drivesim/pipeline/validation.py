@@ -78,24 +78,14 @@ def check_idm_variant(where: str, index: int, variant) -> dict[str, float]:
 
 
 def _check_sources(specs) -> None:
-    from drivesim.scenarios.synthetic import FAMILIES
+    """Each spec parses to a registered kind, passes that kind's checks and its files exist."""
+    from drivesim.scenarios.registry import SourceSpecError, check_spec
 
     for spec in specs:
-        kind, _, rest = str(spec).partition(":")
-        if kind not in ("synthetic", "commonroad", "store") or not rest:
-            kinds = "synthetic:FAMILY[,...] | commonroad:PATH | store:PATH"
-            raise ConfigError(f"--source {spec!r}: expected {kinds}")
-        if kind == "synthetic":
-            names = [f.strip() for f in rest.split(",") if f.strip()]
-            unknown = [f for f in names if f not in FAMILIES]
-            if not names or unknown:
-                known = sorted(FAMILIES)
-                raise ConfigError(f"--source {spec!r}: unknown synthetic family {unknown}; known: {known}")
-            continue
-        paths = rest.removeprefix("replay:").split(",") if kind == "commonroad" else [rest]
-        for p in paths:
-            if p and not pathlib.Path(p).exists():
-                raise ConfigError(f"--source {spec!r}: {p} does not exist")
+        try:
+            check_spec(str(spec))
+        except SourceSpecError as err:
+            raise ConfigError(f"--source {spec!r}: {err.reason}") from None
 
 
 def validate_config(config, available_devices: int | None = None) -> None:

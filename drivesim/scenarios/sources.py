@@ -3,7 +3,8 @@
 A source is an indexable sequence of ScenarioRecords: ``len(source)``, ``source.load(p)``
 (raises ScenarioError for a bad scenario; the campaign records it and goes on) and
 ``source.describe()``. Specs on the command line: ``synthetic:highway,merge``,
-``commonroad:PATH`` (a file or a directory of *.xml), ``store:PATH``.
+``commonroad:PATH`` (a file or a directory of *.xml), ``store:PATH``; they are parsed and
+opened by the kinds of drivesim.scenarios.registry.
 """
 
 from __future__ import annotations
@@ -170,24 +171,16 @@ class MixedSource(ScenarioSource):
 
 
 def parse_source(spec: str, count: int, seed: int) -> ScenarioSource:
-    """A source from a spec: "synthetic:FAM[,FAM...]" (``count`` scenarios, ``seed``),
-    "commonroad:PATH[,PATH...]" (add ":replay" after the kind, e.g.
-    "commonroad:replay:PATH", to replay the logs) or "store:PATH"."""
-    kind, _, rest = spec.partition(":")
-    if not rest:
-        raise ValueError(f"source spec {spec!r}: expected KIND:VALUE with KIND synthetic|commonroad|store")
-    if kind == "synthetic":
-        return SyntheticSource([f.strip() for f in rest.split(",") if f.strip()], count, seed)
-    if kind == "commonroad":
-        replay = rest.startswith("replay:")
-        rest = rest.removeprefix("replay:")
-        return CommonRoadSource([Path(p) for p in rest.split(",") if p], replay=replay)
-    if kind == "store":
-        return StoreSource(Path(rest))
-    raise ValueError(f"source spec {spec!r}: unknown kind {kind!r} (synthetic|commonroad|store)")
+    """A source from a spec through the registry (drivesim.scenarios.registry):
+    "synthetic:FAM[,FAM...]" (``count`` scenarios, ``seed``), "commonroad:PATH[,PATH...]"
+    ("commonroad:replay:PATH" replays the logs), "store:PATH" or a registered user kind."""
+    from drivesim.scenarios.registry import SourceContext, open_spec
+
+    return open_spec(spec, SourceContext(count=count, seed=seed))
 
 
 def parse_sources(specs: list[str], count: int, seed: int) -> ScenarioSource:
     """One source for several specs (a MixedSource when more than one)."""
-    sources = [parse_source(s, count, seed) for s in specs]
-    return sources[0] if len(sources) == 1 else MixedSource(sources)
+    from drivesim.scenarios.registry import SourceContext, open_specs
+
+    return open_specs(specs, SourceContext(count=count, seed=seed))

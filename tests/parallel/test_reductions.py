@@ -42,3 +42,13 @@ def test_aggregate_matches_numpy(run8, reference):
     assert agg["min_ttc_s"] == pytest.approx(float(reference.min_ttc_s.min()))
     assert agg["nan_count"] == float(reference.has_nan.sum())
     assert agg["max_collision_pairs"] == float(reference.collision_pairs.max())
+
+
+def test_reducer_is_built_once_per_layout(run8):
+    from drivesim.parallel.reductions import REDUCERS
+
+    _, result = run8
+    specs = _reduce_specs("sharding", False)
+    first = reducer(result.mesh, *specs)
+    builds = REDUCERS.builds
+    assert reducer(result.mesh, *specs) is first and REDUCERS.builds == builds
