@@ -50,9 +50,10 @@ def parse_cluster(spec: str) -> str | None:
     ``ray://HOST:PORT`` -> itself (Ray Client). Raises ConfigError naming the value."""
     if spec == "ray":
         return None
-    if spec.startswith("ray://") and len(spec) > len("ray://"):
-        return spec
-    if spec.startswith("ray:") and len(spec) > len("ray:"):
+    if spec.startswith("ray://"):
+        if len(spec) > len("ray://"):
+            return spec
+    elif spec.startswith("ray:") and len(spec) > len("ray:"):
         return spec[len("ray:") :]
     raise ConfigError(f"cluster: {spec!r} is not ray, ray:auto, ray:HOST:PORT or ray://HOST:PORT")
 

@@ -1,0 +1,70 @@
+"""Campaigns on a real local Ray cluster: same results as the embedded run, a SIGKILLed
+worker, a driver stopped mid-way and resumed with another worker count."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from cluster_helpers import COUNT, assert_same_results, batch_workers, cluster_config
+
+from drivesim.pipeline import verify
+from drivesim.pipeline.campaign import run_campaign
+
+pytestmark = pytest.mark.slow
+
+
+def test_two_workers_equal_the_embedded_run(tmp_path, ray_cluster, reference):
+    result = run_campaign(cluster_config(tmp_path / "ray", workers=2))
+    assert result.done == COUNT and result.failed_batches == 0
+    assert_same_results(tmp_path / "ray", reference)
+    workers = batch_workers(tmp_path / "ray")
+    assert len(workers) == 8 and None not in workers.values()
+    assert len(set(workers.values())) == 2, workers  # pull-based: both workers got batches
+    assert verify.check_campaign(tmp_path / "ray").clean
+
+
+def test_sigkilled_worker_batches_are_redone_by_the_other(tmp_path, ray_cluster, reference):
+    out = tmp_path / "killed"
+    killed: list[str] = []
+
+    def kill_first_worker(event):
+        if event.kind == "batch" and not killed:
+            name = batch_workers(out)[event.batch_id]
+            assert name is not None
+            os.kill(int(name.rsplit(":", 1)[1]), signal.SIGKILL)  # the worker's process
+            killed.append(name)
+
+    result = run_campaign(cluster_config(out, workers=2), progress=kill_first_worker)
+    assert result.done == COUNT and result.failed_batches == 0
+    assert any(killed[0] in note and "lost" in note for note in result.notes), result.notes
+    assert_same_results(out, reference)
+    workers = batch_workers(out)
+    assert len(workers) == 8
+    assert killed[0] in workers.values()  # what it finished before dying stays done, once
+    assert verify.check_campaign(out).clean
+
+
+class _DriverStopped(Exception):
+    pass
+
+
+def test_driver_stopped_midway_resumes_with_another_worker_count(tmp_path, ray_cluster, reference):
+    out = tmp_path / "stopped"
+    seen = []
+
+    def stop_after_three(event):
+        if event.kind == "batch":
+            seen.append(event.batch_id)
+            if len(seen) == 3:
+                raise _DriverStopped
+
+    with pytest.raises(_DriverStopped):
+        run_campaign(cluster_config(out, workers=2), progress=stop_after_three)
+    assert len(batch_workers(out)) == 3
+    result = run_campaign(cluster_config(out, workers=1))
+    assert result.skipped == 3 * 8 and result.done == COUNT
+    assert_same_results(out, reference)
+    assert len(batch_workers(out)) == 8
+    assert verify.check_campaign(out).clean
