@@ -15,6 +15,8 @@ outstanding batches go back to the front of the queue for the others; a shard it
 never reported is not named by the ledger (a stray file, never read) and is overwritten when
 the batch is redone. A batch whose compute raises is retried ``config.retries`` times, then
 recorded as failed. A killed driver resumes from the ledger with any number of workers.
+With the default worker count (one per GPU, else one per node), nodes that join the cluster
+during the run get a worker, and so does a node whose worker was lost.
 The driver is the only process that writes the ledger; each done batch records its worker.
 """
 
@@ -27,6 +29,7 @@ import platform
 import threading
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 from drivesim.pipeline import sessions
 from drivesim.pipeline.config import CampaignConfig
@@ -35,6 +38,7 @@ from drivesim.pipeline.timing import BatchEvent, PhaseTimes
 from drivesim.pipeline.validation import ConfigError
 
 IN_FLIGHT = 2  # outstanding batches per worker: one computing, one waiting
+JOIN_CHECK_S = 2.0  # how often the driver looks for nodes that joined (default worker count)
 _PASSED_ENV = (
     "JAX_PLATFORMS",
     "XLA_FLAGS",
@@ -185,23 +189,50 @@ class _Driver:
             if hasattr(self, "plan"):
                 self.plan.close()  # the planner's ledger connection
             ledger.close()
-            for handle in getattr(self, "workers", {}).values():
+            for handle in [*getattr(self, "workers", {}).values(), *getattr(self, "starting", {}).values()]:
                 self.ray.kill(handle, no_restart=True)
         return self._finish()
 
+    def _spawn(self) -> Any:
+        """Start one more worker actor (returns its handle at once)."""
+        if not hasattr(self, "_actor"):
+            from drivesim.pipeline.ray_worker import CampaignWorker
+
+            gpus = 1 if self.ray.cluster_resources().get("GPU", 0) else 0
+            self._actor = self.ray.remote(CampaignWorker).options(
+                num_cpus=1, num_gpus=gpus, max_restarts=0, runtime_env={"env_vars": worker_env()}
+            )
+        self.spawned = getattr(self, "spawned", 0) + 1
+        return self._actor.remote(self.config, self.library_source, self.spawned - 1)
+
     def _start_workers(self) -> dict:
         """Start the workers and wait until each has built its executor: {name: handle}."""
-        from drivesim.pipeline.ray_worker import CampaignWorker
-
+        self.starting: dict = {}  # info ObjectRef -> handle of a worker joining during the run
         count = self.config.workers or default_workers(self.ray)
-        gpus = 1 if self.ray.cluster_resources().get("GPU", 0) else 0
-        actor = self.ray.remote(CampaignWorker).options(
-            num_cpus=1, num_gpus=gpus, max_restarts=0, runtime_env={"env_vars": worker_env()}
-        )
-        handles = [actor.remote(self.config, self.library_source, i) for i in range(count)]
+        handles = [self._spawn() for _ in range(count)]
         infos = self.ray.get([h.info.remote() for h in handles])
         self.device_count = sum(info["devices"] for info in infos)
         return {info["name"]: h for info, h in zip(infos, handles, strict=True)}
+
+    def _grow(self) -> None:
+        """With the default worker count: start a worker for each node (GPU) that joined the
+        cluster, or whose worker was lost while the node stayed."""
+        if self.config.workers is not None:
+            return
+        for _ in range(default_workers(self.ray) - len(self.workers) - len(self.starting)):
+            handle = self._spawn()
+            self.starting[handle.info.remote()] = handle
+
+    def _joined(self, ref, handle) -> None:
+        try:
+            info = self.ray.get(ref)
+        except self.ray.exceptions.RayError as exc:
+            self.ray.kill(handle, no_restart=True)
+            self.notes.append(f"a joining worker failed to start ({type(exc).__name__})")
+            return
+        self.workers[info["name"]] = handle
+        self.device_count += info["devices"]
+        self.notes.append(f"worker {info['name']} joined during the run")
 
     def _next(self) -> Ticket | None:
         if self.queue:
@@ -209,10 +240,12 @@ class _Driver:
         return next(self.plan, None)
 
     def _schedule(self, ledger: Ledger) -> None:
-        """Keep IN_FLIGHT batches per worker; settle whichever finishes first."""
+        """Keep IN_FLIGHT batches per worker; settle whichever finishes first; every
+        JOIN_CHECK_S let joined nodes add workers; no batch for stall_s fails the run."""
         inflight: dict = {}  # ObjectRef -> (worker name, Ticket)
         load: collections.Counter[str] = collections.Counter()
-        stall = self.config.stall_s if self.config.stall_s > 0 else None
+        stall = self.config.stall_s if self.config.stall_s > 0 else float("inf")
+        checked = progressed = time.monotonic()
         while True:
             for name, handle in list(self.workers.items()):
                 while load[name] < IN_FLIGHT and (ticket := self._next()) is not None:
@@ -220,10 +253,20 @@ class _Driver:
                     load[name] += 1
             if not inflight:
                 return
-            ready, _ = self.ray.wait(list(inflight), num_returns=1, timeout=stall)
+            if time.monotonic() - checked > JOIN_CHECK_S:
+                self._grow()
+                checked = time.monotonic()
+            waiting = list(inflight) + list(self.starting)
+            ready, _ = self.ray.wait(waiting, num_returns=1, timeout=min(JOIN_CHECK_S, stall))
             if not ready:
-                raise RuntimeError(f"{self.directory}: no batch finished in {stall:g} s; rerun to resume")
+                if time.monotonic() - progressed > stall:
+                    raise RuntimeError(f"{self.directory}: no batch finished in {stall:g} s; rerun to resume")
+                continue
+            progressed = time.monotonic()
             for ref in ready:
+                if ref in self.starting:
+                    self._joined(ref, self.starting.pop(ref))
+                    continue
                 name, ticket = inflight.pop(ref)
                 load[name] -= 1
                 self._settle(ledger, ref, name, ticket)

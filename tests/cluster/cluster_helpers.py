@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from drivesim.pipeline import results
 from drivesim.pipeline.config import CampaignConfig
 
+OBJECT_STORE = 100 * 1024 * 1024  # bytes per Ray node (nothing large goes through it)
 COUNT = 64  # 16-agent highway scenarios, 10 steps, batches of 8: 8 batches, one program
 
 

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cluster_helpers import cluster_config  # noqa: E402
+from cluster_helpers import OBJECT_STORE, cluster_config  # noqa: E402
 
 from drivesim.pipeline.campaign import run_campaign  # noqa: E402
 
@@ -41,17 +41,19 @@ def compile_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ray_cluster(compile_cache):
-    """A fresh local Ray instance for this module (shut down afterwards)."""
+    """A fresh local Ray cluster for this module (``ray.cluster_utils.Cluster``: a 2-CPU head
+    node with a small object store; tests may add nodes), connected and shut down afterwards."""
     ray = pytest.importorskip("ray")
-    ray.init(
-        address="local",
-        num_cpus=2,
-        object_store_memory=100 * 1024 * 1024,
-        include_dashboard=False,
-        log_to_driver=False,
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args=dict(num_cpus=2, object_store_memory=OBJECT_STORE, include_dashboard=False),
     )
-    yield ray
+    ray.init(address=cluster.address, log_to_driver=False)
+    yield cluster
     ray.shutdown()
+    cluster.shutdown()
 
 
 @pytest.fixture(scope="module")

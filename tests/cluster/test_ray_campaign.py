@@ -1,13 +1,14 @@
 """Campaigns on a real local Ray cluster: same results as the embedded run, a SIGKILLed
-worker, a driver stopped mid-way and resumed with another worker count."""
+worker, a driver stopped mid-way and resumed with another worker count, a node that joins."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
-from cluster_helpers import COUNT, assert_same_results, batch_workers, cluster_config
+from cluster_helpers import COUNT, OBJECT_STORE, assert_same_results, batch_workers, cluster_config
 
 from drivesim.pipeline import verify
 from drivesim.pipeline.campaign import run_campaign
@@ -68,3 +69,25 @@ def test_driver_stopped_midway_resumes_with_another_worker_count(tmp_path, ray_c
     assert_same_results(out, reference)
     assert len(batch_workers(out)) == 8
     assert verify.check_campaign(out).clean
+
+
+def test_a_node_that_joins_midway_gets_batches(tmp_path, ray_cluster, reference):
+    out = tmp_path / "joined"
+    nodes = []
+
+    def join_after_first_batch(event):
+        if event.kind != "batch":
+            return
+        if not nodes:
+            nodes.append(ray_cluster.add_node(num_cpus=1, object_store_memory=OBJECT_STORE))
+        elif len(set(batch_workers(out).values())) < 2:
+            time.sleep(3.0)  # slow the first worker down until the new node's worker is up
+
+    try:
+        result = run_campaign(cluster_config(out, workers=None), progress=join_after_first_batch)
+    finally:
+        for node in nodes:
+            ray_cluster.remove_node(node)
+    assert any("joined during the run" in note for note in result.notes), result.notes
+    assert len(set(batch_workers(out).values())) == 2  # the default: one worker per node
+    assert_same_results(out, reference)
