@@ -288,7 +288,12 @@ def register(app: typer.Typer) -> None:
         from drivesim.pipeline.summary import campaign_summary, sessions_table, summary_table
 
         require_campaign(directory)
+        from drivesim.pipeline.worker_stats import worker_throughput, workers_table
+
+        workers = worker_throughput(directory)  # campaigns run on a Ray cluster only
         figures = campaign_summary(directory) | {"sessions": read_sessions(directory)}
+        if workers:
+            figures["workers"] = workers
         if json_out:
             from drivesim.report.strict_json import dumps
 
@@ -298,6 +303,8 @@ def register(app: typer.Typer) -> None:
         console.print(summary_table(figures))
         if figures["sessions"]:
             console.print(sessions_table(figures["sessions"]))
+        if workers:
+            console.print(workers_table(workers))
 
 
 def _print_table(table) -> None:

@@ -12,6 +12,7 @@ from cluster_helpers import COUNT, OBJECT_STORE, assert_same_results, batch_work
 
 from drivesim.pipeline import verify
 from drivesim.pipeline.campaign import run_campaign
+from drivesim.pipeline.worker_stats import worker_throughput
 
 pytestmark = pytest.mark.slow
 
@@ -24,6 +25,11 @@ def test_two_workers_equal_the_embedded_run(tmp_path, ray_cluster, reference):
     assert len(workers) == 8 and None not in workers.values()
     assert len(set(workers.values())) == 2, workers  # pull-based: both workers got batches
     assert verify.check_campaign(tmp_path / "ray").clean
+    per_worker = worker_throughput(tmp_path / "ray")
+    assert sorted(r["worker"] for r in per_worker) == sorted(set(workers.values()))
+    assert sum(r["scenarios"] for r in per_worker) == COUNT
+    assert all(r["scenarios_per_s"] > 0 for r in per_worker)
+    assert worker_throughput(reference) == []  # the embedded run has no workers
 
 
 def test_sigkilled_worker_batches_are_redone_by_the_other(tmp_path, ray_cluster, reference):
