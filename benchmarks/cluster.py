@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/cluster.py            # 2048 W16 highway scenarios, batch 128, 3 repeats
     .venv/bin/python benchmarks/cluster.py --quick    # 512 scenarios, 1 repeat (smoke test)
     .venv/bin/python benchmarks/cluster.py --json     # one JSON object per mode
+    .venv/bin/python benchmarks/cluster.py --pin      # also 1 and 2 workers pinned to a core each
 
 Every mode runs the same campaigns into fresh directories, with a persistent compilation cache
 warmed first (no mode compiles). The figure is the marginal rate: extra scenarios / extra
@@ -45,6 +46,7 @@ def _timed(config: CampaignConfig, out: Path) -> tuple[float, float]:
 def _measure(config: CampaignConfig, work: Path, name: str, repeats: int, small: int) -> dict:
     """Marginal rate (extra scenarios / extra seconds between a ``small`` and the full
     campaign: each worker's first-batch tracing and cache load cancel) and the full rate."""
+    _timed(replace(config, count=small), work / f"{name}-warm")  # compiles what the mode has not yet
     marginal, rates, walls = [], [], []
     for k in range(repeats):
         t_small, _ = _timed(replace(config, count=small), work / f"{name}-small-{k}")
@@ -70,6 +72,11 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="also 1 and 2 workers pinned to one core each (DRIVESIM_PIN_WORKERS)",
+    )
     args = parser.parse_args(argv)
     import os
 
@@ -92,14 +99,21 @@ def main(argv=None) -> int:
     try:
         small = 2 * args.batch_size
         records = [_measure(base, work, "embedded", repeats, small)]
-        for workers in (1, 2):
+        modes = [(1, False), (2, False)] + ([(1, True), (2, True)] if args.pin else [])
+        for workers, pinned in modes:
+            os.environ["DRIVESIM_PIN_WORKERS"] = "1" if pinned else "0"
             config = replace(base, cluster="ray", workers=workers)
-            records.append(_measure(config, work, f"ray-{workers}", repeats, small))
+            name = f"ray-{workers}" + ("-pinned" if pinned else "")
+            records.append(_measure(config, work, name, repeats, small))
     finally:
         ray.shutdown()
     embedded = records[0]["marginal"]
+    by_mode = {r["mode"]: r for r in records}
     for r in records:
         r |= dict(ratio_to_embedded=r["marginal"] / embedded, count=count, batch_size=args.batch_size)
+    if "ray-2-pinned" in by_mode:  # strong scaling: 2 pinned workers against 1
+        one, two = by_mode["ray-1-pinned"]["marginal"], by_mode["ray-2-pinned"]["marginal"]
+        by_mode["ray-2-pinned"]["efficiency"] = two / (2 * one)
         if args.json:
             print(json.dumps(r))
         else:
@@ -109,6 +123,8 @@ def main(argv=None) -> int:
                 f"{r['ratio_to_embedded']:.2f} x embedded; whole campaign {r['rate']:,.0f}/s, "
                 f"wall {r['wall_s']:.1f} s with worker start-up"
             )
+            if "efficiency" in r:
+                print(f"           strong-scaling efficiency, 2 pinned workers vs 1: {r['efficiency']:.2f}")
     return 0
 
 

@@ -28,6 +28,22 @@ from drivesim.pipeline.timing import Stopwatch
 BatchMessage = tuple[int, tuple[int, ...], int]
 
 
+def pin(index: int) -> int | None:
+    """With ``DRIVESIM_PIN_WORKERS=1`` (for measuring on one machine): run worker ``index`` on
+    core ``index mod cores`` only, with the CPU device count of one core (the driver's count is
+    dropped from XLA_FLAGS). Returns the core, or None when not pinning. Call before JAX starts."""
+    if os.environ.get("DRIVESIM_PIN_WORKERS") != "1" or not hasattr(os, "sched_setaffinity"):
+        return None
+    from drivesim.parallel.cpu_devices import COUNT_FLAG
+
+    cores = sorted(os.sched_getaffinity(0))
+    core = cores[index % len(cores)]
+    os.sched_setaffinity(0, {core})
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    os.environ["XLA_FLAGS"] = " ".join(f for f in flags if not f.startswith(f"--{COUNT_FLAG}="))
+    return core
+
+
 def prepare_jax() -> None:
     """Before JAX starts in a worker: the CLI's CPU device count and FMA-free programs (so a
     worker's results are bitwise those of the embedded run; DRIVESIM_ALLOW_FMA=1 opts out).
@@ -67,6 +83,7 @@ class CampaignWorker:
     """
 
     def __init__(self, config: CampaignConfig, source=None, index: int = 0):
+        self.core = pin(index)
         prepare_jax()
         from drivesim.core.types import SimConfig
         from drivesim.pipeline import sources as src
@@ -95,7 +112,7 @@ class CampaignWorker:
 
     def info(self) -> dict:
         """The worker's name, process id and device count."""
-        return dict(name=self.name, pid=os.getpid(), devices=self.device.num_devices)
+        return dict(name=self.name, pid=os.getpid(), devices=self.device.num_devices, core=self.core)
 
     def pid(self) -> int:
         return os.getpid()
