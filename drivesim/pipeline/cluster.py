@@ -211,7 +211,12 @@ class _Driver:
         self.starting: dict = {}  # info ObjectRef -> handle of a worker joining during the run
         count = self.config.workers or default_workers(self.ray)
         handles = [self._spawn() for _ in range(count)]
-        infos = self.ray.get([h.info.remote() for h in handles])
+        try:
+            infos = self.ray.get([h.info.remote() for h in handles])
+        except BaseException:
+            for handle in handles:
+                self.ray.kill(handle, no_restart=True)
+            raise
         self.device_count = sum(info["devices"] for info in infos)
         return {info["name"]: h for info, h in zip(infos, handles, strict=True)}
 
