@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
+import subprocess
+import sys
 import time
 
 import pytest
@@ -97,3 +100,43 @@ def test_a_node_that_joins_midway_gets_batches(tmp_path, ray_cluster, reference)
     assert any("joined during the run" in note for note in result.notes), result.notes
     assert len(set(batch_workers(out).values())) == 2  # the default: one worker per node
     assert_same_results(out, reference)
+
+
+def _done_batches(out) -> int:
+    try:
+        return len(batch_workers(out))
+    except sqlite3.OperationalError:  # no ledger (or no table) yet
+        return 0
+
+
+def test_sigkilled_driver_process_resumes_with_one_worker(tmp_path, ray_cluster, compile_cache):
+    """A `drivesim run --cluster ray:HOST:PORT` process joins the test's cluster and is
+    SIGKILLed mid-campaign (its workers die with it); a rerun with 1 worker completes it."""
+    count = 512  # 64 batches, so the kill lands mid-campaign
+    want = tmp_path / "embedded"
+    run_campaign(cluster_config(want, count=count, cluster=None))
+    out = tmp_path / "driver-killed"
+    cmd = [
+        sys.executable,
+        "-c",
+        "from drivesim.cli import main; main()",
+        "run",
+        "--source",
+        "synthetic:highway",
+    ]
+    cmd += ["--count", str(count), "--agents", "16", "--steps", "10", "--batch-size", "8", "--out", str(out)]
+    cmd += ["--cluster", f"ray:{ray_cluster.address}", "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while _done_batches(out) < 4 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    at_kill = _done_batches(out)
+    assert 4 <= at_kill < count // 8, f"the kill did not land mid-campaign ({at_kill} batches done)"
+    result = run_campaign(cluster_config(out, count=count, workers=1, window_batches=8))
+    assert result.done == count and result.skipped >= at_kill * 8
+    assert_same_results(out, want, count=count)
+    assert verify.check_campaign(out).clean
