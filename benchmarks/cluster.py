@@ -72,6 +72,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--out", default="runs/bench/cluster.jsonl", help="JSON lines appended here")
     parser.add_argument(
         "--pin",
         action="store_true",
@@ -114,6 +115,11 @@ def main(argv=None) -> int:
     if "ray-2-pinned" in by_mode:  # strong scaling: 2 pinned workers against 1
         one, two = by_mode["ray-1-pinned"]["marginal"], by_mode["ray-2-pinned"]["marginal"]
         by_mode["ray-2-pinned"]["efficiency"] = two / (2 * one)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "a") as fh:  # every record, whatever is printed
+        for r in records:
+            fh.write(json.dumps(r | {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}) + "\n")
+    for r in records:
         if args.json:
             print(json.dumps(r))
         else:
