@@ -28,7 +28,7 @@ import pathlib
 import platform
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from drivesim.pipeline import sessions
@@ -153,12 +153,9 @@ class _Driver:
     """One run of a campaign over Ray workers (see the module docstring)."""
 
     def __init__(self, config: CampaignConfig, progress, source, library_source):
-        from drivesim.pipeline.config import policy_spec
-
         self.config, self.progress, self.source = config, progress, source
         self.library_source = library_source  # sent to the workers when given (else they open it)
         self.directory = pathlib.Path(config.out)
-        self.names = policy_spec(config).names
         self.ray = _ray()
         self.counts = dict(done=0, failed=0, failed_batches=0, this_run=0)
         self.notes = list(config.notes)
@@ -379,10 +376,3 @@ class _Driver:
             device_count=self.device_count,
             notes=self.notes,
         )
-
-
-def with_cluster(config: CampaignConfig, cluster: str | None, workers: int | None) -> CampaignConfig:
-    """``config`` run on ``cluster`` with ``workers`` (checks the cluster value)."""
-    if cluster is not None:
-        parse_cluster(cluster)
-    return replace(config, cluster=cluster, workers=workers)
