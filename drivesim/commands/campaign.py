@@ -179,6 +179,20 @@ def register(app: typer.Typer) -> None:
         process_id: Annotated[
             int | None, typer.Option(help="Multi-process run: rank (else DRIVESIM_PROCESS_ID).")
         ] = None,
+        cluster: Annotated[
+            str | None,
+            typer.Option(
+                help="Run on a Ray cluster: ray (the cluster Ray finds, else a local one) | ray:auto | "
+                "ray:HOST:PORT | ray://HOST:PORT (Ray Client). The campaign directory must be on a "
+                "file system every node sees at the same path. Needs drivesim[ray]."
+            ),
+        ] = None,
+        workers: Annotated[
+            int | None,
+            typer.Option(
+                help="Ray workers (with --cluster; default: one per GPU, else one per node).", min=1
+            ),
+        ] = None,
     ) -> None:
         """Run a campaign of scenarios end to end (resumable) and write its results and dashboard."""
         from drivesim.pipeline import sources as src
@@ -198,6 +212,8 @@ def register(app: typer.Typer) -> None:
                 devices=devices,
                 chunk=_chunk(chunk) if chunk is not None else stored.chunk,
                 stall_s=stall_timeout,
+                cluster=cluster,
+                workers=workers,
             )
         else:
             demo = not source and count is None
@@ -216,6 +232,8 @@ def register(app: typer.Typer) -> None:
                 loader_threads=loader_threads,
                 stall_s=stall_timeout,
                 out=str(target or "."),
+                cluster=cluster,
+                workers=workers,
             )
             if target is None:
                 config = dataclasses.replace(config, out=DEMO_OUT if demo else _default_out(config))
@@ -270,7 +288,12 @@ def register(app: typer.Typer) -> None:
         from drivesim.pipeline.summary import campaign_summary, sessions_table, summary_table
 
         require_campaign(directory)
+        from drivesim.pipeline.worker_stats import worker_throughput, workers_table
+
+        workers = worker_throughput(directory)  # campaigns run on a Ray cluster only
         figures = campaign_summary(directory) | {"sessions": read_sessions(directory)}
+        if workers:
+            figures["workers"] = workers
         if json_out:
             from drivesim.report.strict_json import dumps
 
@@ -280,6 +303,8 @@ def register(app: typer.Typer) -> None:
         console.print(summary_table(figures))
         if figures["sessions"]:
             console.print(sessions_table(figures["sessions"]))
+        if workers:
+            console.print(workers_table(workers))
 
 
 def _print_table(table) -> None:

@@ -17,7 +17,7 @@ import typer
 try:  # typer >= 0.20 carries its own copy of click
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # pragma: no cover - older typer on click
-    from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
+    from click.exceptions import ClickException, UsageError  # type: ignore[no-redef,assignment,unused-ignore]
 
 USAGE_EXIT = 2
 FAILURE_EXIT = 1

@@ -143,6 +143,10 @@ def run_campaign(config: CampaignConfig, progress: ProgressFn | None = None, sou
     """
     config = config if source is not None else resolve_sources(config)
     validate_config(config, available_devices=jax.device_count())
+    if config.cluster:  # on a Ray cluster (drivesim.pipeline.cluster); Ray is imported there only
+        from drivesim.pipeline.cluster import run_cluster_campaign
+
+        return run_cluster_campaign(config, progress or (lambda event: None), source)
     # the runner opens the sources and the policy: their errors come before any write
     runner = _Runner(config, progress or (lambda event: None), source)
     pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)

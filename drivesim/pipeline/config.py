@@ -52,6 +52,11 @@ class CampaignConfig:
     stall_s: the stall watchdog's limit [s] (at least; it grows to 10x the median gap between
         batches); no batch moving for longer fails the run with thread stacks in the campaign
         directory (rerun to resume). <= 0 disables the watchdog.
+    cluster: None for the embedded single-machine run, or a Ray cluster (drivesim.pipeline.cluster):
+        ``ray`` (``ray.init()``'s own lookup: RAY_ADDRESS, a local ``ray start`` cluster, else a new one),
+        ``ray:auto`` (a cluster started with ``ray start``), ``ray:HOST:PORT`` or
+        ``ray://HOST:PORT`` (Ray Client). workers: Ray workers (None: one per GPU, else one
+        per node). Both only decide how the campaign runs, so a resume may change them.
     """
 
     sources: tuple[str, ...] = ()
@@ -72,6 +77,8 @@ class CampaignConfig:
     prefetch: int = 4
     retries: int = 1
     stall_s: float = 300.0
+    cluster: str | None = None
+    workers: int | None = None
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):

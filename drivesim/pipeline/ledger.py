@@ -43,6 +43,8 @@ CREATE INDEX IF NOT EXISTS batches_window ON batches(window_id);
 # Added after the first ledgers were written: a done batch's shard row count and SHA-256
 # (checked by drivesim.pipeline.verify); older ledgers get the columns on open.
 SHARD_CHECK_COLUMNS = (("shard_rows", "INTEGER"), ("shard_sha256", "TEXT"))
+# Added with campaigns on a Ray cluster: which worker wrote a done batch (NULL: the embedded run).
+WORKER_COLUMN = ("worker", "TEXT")
 
 PHASE_COLUMNS = (
     "num_scenarios",
@@ -83,7 +85,7 @@ class Ledger:
         self.conn.executescript(SCHEMA)
         _add_missing_columns(self.conn)
         have = {row[1] for row in self.conn.execute("PRAGMA table_info(batches)")}
-        for name, kind in SHARD_CHECK_COLUMNS:
+        for name, kind in (*SHARD_CHECK_COLUMNS, WORKER_COLUMN):
             if name not in have:
                 try:
                     self.conn.execute(f"ALTER TABLE batches ADD COLUMN {name} {kind}")
@@ -179,17 +181,19 @@ class Ledger:
         phases: dict,
         failures: list[tuple[int, str]],
         check: tuple[int, str] | None = None,
+        worker: str | None = None,
     ) -> None:
         """Mark a batch done (its shard is durable), store its phases and failed scenarios;
-        ``check``: the shard's (row count, SHA-256 hex) for drivesim.pipeline.verify."""
+        ``check``: the shard's (row count, SHA-256 hex) for drivesim.pipeline.verify;
+        ``worker``: the cluster worker that wrote it (None in the embedded run)."""
         rows, digest = check if check is not None else (None, None)
         cols = ", ".join(PHASE_COLUMNS)
         marks = ", ".join("?" for _ in PHASE_COLUMNS)
         with self._transaction():
             self.conn.execute(
                 "UPDATE batches SET status='done', error=NULL, attempts=attempts+1, shard=?, updated_at=?,"
-                " shard_rows=?, shard_sha256=? WHERE batch_id=?",
-                (shard, time.time(), rows, digest, batch_id),
+                " shard_rows=?, shard_sha256=?, worker=? WHERE batch_id=?",
+                (shard, time.time(), rows, digest, worker, batch_id),
             )
             self.conn.execute(
                 f"INSERT OR REPLACE INTO phases(batch_id, {cols}) VALUES (?, {marks})",

@@ -115,6 +115,10 @@ def validate_config(config, available_devices: int | None = None) -> None:
     if config.sweep and not pathlib.Path(config.sweep).is_file():
         raise ConfigError(f"sweep: {config.sweep} is not a file")
     _check_sources(config.sources)
+    if getattr(config, "cluster", None) is not None:
+        from drivesim.pipeline.cluster import parse_cluster
+
+        parse_cluster(config.cluster)  # Ray itself is imported only when the campaign starts
     from drivesim.pipeline.config import policy_spec
 
     policy_spec(config)  # reads and checks the sweep / MLP policy file

@@ -1,0 +1,174 @@
+"""The worker side of a campaign on a Ray cluster: one actor class, no Ray import here.
+
+A :class:`CampaignWorker` (made a Ray actor by drivesim.pipeline.cluster) opens the campaign's
+sources and policy itself and holds a compiled executor on its local devices. Per batch it
+gets only ``(batch_id, positions, size_class)``, rebuilds the batch from the source exactly
+as the embedded loader would (sources are addressable by position), simulates it, writes the
+batch's Parquet shard into the campaign directory (a file system the driver and every worker
+see at the same path) and returns the shard's path, row count, SHA-256 and phases; the
+driver records them in the ledger. Whatever the worker, a batch's shard is the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import platform
+import time
+
+import numpy as np
+
+from drivesim.pipeline import results as res
+from drivesim.pipeline.config import CampaignConfig
+from drivesim.pipeline.ledger import PlannedBatch
+from drivesim.pipeline.plan import HostWork, Planner, PlanSettings, _load, _ok
+from drivesim.pipeline.timing import Stopwatch
+
+# What crosses the wire for one batch: (batch_id, positions, size_class)
+BatchMessage = tuple[int, tuple[int, ...], int]
+
+
+def pin(index: int) -> int | None:
+    """With ``DRIVESIM_PIN_WORKERS=1`` (for measuring on one machine): run worker ``index`` on
+    core ``index mod cores`` only, with the CPU device count of one core (the driver's count is
+    dropped from XLA_FLAGS). Returns the core, or None when not pinning. Call before JAX starts."""
+    if os.environ.get("DRIVESIM_PIN_WORKERS") != "1" or not hasattr(os, "sched_setaffinity"):
+        return None
+    from drivesim.parallel.cpu_devices import COUNT_FLAG
+
+    cores = sorted(os.sched_getaffinity(0))
+    core = cores[index % len(cores)]
+    os.sched_setaffinity(0, {core})
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    os.environ["XLA_FLAGS"] = " ".join(f for f in flags if not f.startswith(f"--{COUNT_FLAG}="))
+    return core
+
+
+def prepare_jax() -> None:
+    """Before JAX starts in a worker: the CLI's CPU device count and FMA-free programs (so a
+    worker's results are bitwise those of the embedded run; DRIVESIM_ALLOW_FMA=1 opts out).
+    Flags the driver passed in XLA_FLAGS win. The persistent compilation cache is on as in
+    the CLI (DRIVESIM_JAX_CACHE; on a shared path, workers of one shape compile it once)."""
+    from drivesim.parallel import compile_cache, cpu_devices, determinism
+
+    cpu_devices.enable()
+    if os.environ.get("DRIVESIM_ALLOW_FMA") != "1":
+        determinism.enable()
+    compile_cache.enable()
+
+
+def build_work(planner: Planner, batch: PlannedBatch) -> HostWork:
+    """The HostWork of a planned batch, built from its positions as the embedded loader
+    builds it (id batch for synthetic sources, whole columns for a store, records else)."""
+    from drivesim.pipeline.columnar import ColumnarPlanner
+    from drivesim.pipeline.generated import GeneratedPlanner
+
+    if isinstance(planner, GeneratedPlanner):
+        return planner.work(batch)
+    if isinstance(planner, ColumnarPlanner) and batch.positions:
+        from drivesim.scenarios.store_columns import read_span
+
+        lo, hi = min(batch.positions), max(batch.positions) + 1
+        return planner._columns(read_span(planner.source.store, lo, hi), lo, batch)
+    loaded = [_load(planner.source, p, planner.validated) for p in batch.positions]
+    pairs = [(p, item[0] if _ok(item) else item) for p, item in zip(batch.positions, loaded, strict=True)]
+    return planner._build(batch, pairs)
+
+
+class CampaignWorker:
+    """One cluster worker: executor on the local devices, batches in, shards out.
+
+    config: the campaign (``out`` is the shared campaign directory); source: a source object
+    to use instead of opening ``config.sources`` (library use); index: the worker's number.
+    """
+
+    def __init__(self, config: CampaignConfig, source=None, index: int = 0):
+        self.core = pin(index)
+        prepare_jax()
+        from drivesim.core.types import SimConfig
+        from drivesim.pipeline import sources as src
+        from drivesim.pipeline.config import policy_spec
+        from drivesim.pipeline.devices import DeviceRunner
+        from drivesim.pipeline.generated import make_planner
+
+        self.config, self.directory = config, pathlib.Path(config.out)
+        if source is None:
+            source = src.open_source(
+                config.sources, config.count, config.seed, config.agents, config.num_steps, config.max_agents
+            )
+        self.spec = policy_spec(config)
+        self.device = DeviceRunner(
+            config, SimConfig(num_steps=config.num_steps, policy=self.spec.kind), self.spec
+        )
+        d = self.device.num_devices
+        settings = PlanSettings(
+            batch_size=config.batch_size,
+            window=config.window,
+            padded_batch=-(-config.batch_size // d) * d,
+            loader_threads=config.loader_threads,
+        )
+        self.planner = make_planner(source, self.directory, settings, range(len(source)))
+        self.name = f"w{index}@{platform.node()}:{os.getpid()}"
+
+    def info(self) -> dict:
+        """The worker's name, process id and device count."""
+        return dict(name=self.name, pid=os.getpid(), devices=self.device.num_devices, core=self.core)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run_batch(self, message: BatchMessage) -> dict:
+        """Build, simulate and write one batch; returns what the ledger records: shard (path
+        relative to the campaign directory), rows, sha256, phases, failures [(id, reason)],
+        num_scenarios, size_class, worker."""
+        from drivesim.parallel.memory import host_rss
+        from drivesim.pipeline.devices import block
+        from drivesim.pipeline.verify import shard_check
+
+        wall_start = time.time()
+        batch = PlannedBatch(int(message[0]), tuple(int(p) for p in message[1]), int(message[2]))
+        with Stopwatch() as load:
+            work = build_work(self.planner, batch)
+        phases = dict(load_s=load.seconds, wall_start=wall_start)
+        metrics = self._simulate(work, phases, block) if work.scenario is not None else None
+        with Stopwatch() as write:
+            if metrics is not None:
+                table = res.batch_table(work.infos, metrics, self.spec.names, work.batch_id, 0, work.failed)
+            else:
+                table = res.failed_table(work.failed, work.batch_id, 0)
+            shard = res.write_shard(table, self.directory, work.batch_id)
+            rows, digest = shard_check(shard)
+        phases |= dict(write_s=write.seconds, wall_end=time.time())
+        return dict(
+            batch_id=work.batch_id,
+            shard=str(shard.relative_to(self.directory)),
+            rows=rows,
+            sha256=digest,
+            phases=phases,
+            failures=[(info.scenario_id, reason) for info, reason in work.failed],
+            num_scenarios=len(work.infos) + len(work.failed),
+            size_class=work.size_class,
+            host_rss_bytes=host_rss(),
+            worker=self.name,
+        )
+
+    def _simulate(self, work: HostWork, phases: dict, block) -> dict[str, np.ndarray]:
+        """Metrics {name: (P, B)} of a batch; fills h2d_s, compile_s, compute_s, d2h_s."""
+        executor = self.device.executor
+        with Stopwatch() as h2d:
+            dbatch = self.device.put(work.scenario)
+            block(dbatch)
+        before = executor.compile_seconds
+        with Stopwatch() as compute:
+            result = self.device.run(dbatch)
+            block(result)
+        compile_s = executor.compile_seconds - before
+        with Stopwatch() as d2h:
+            metrics = self.device.fetch(result, len(work.infos))
+        phases |= dict(
+            h2d_s=h2d.seconds,
+            compile_s=compile_s,
+            compute_s=max(0.0, compute.seconds - compile_s),
+            d2h_s=d2h.seconds,
+        )
+        return metrics
