@@ -6,6 +6,9 @@ import os
 # (drivesim/parallel/determinism.py explains why)
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_cpu_max_isa=AVX")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# no persistent compilation cache in the test process or the commands it starts: the CLI turns
+# it on by default (drivesim.parallel.compile_cache), and a test that wants it sets its own
+os.environ.setdefault("DRIVESIM_JAX_CACHE", "off")
 
 import pathlib  # noqa: E402
 
