@@ -33,3 +33,14 @@ def artifacts_dir() -> pathlib.Path:
     path = ROOT / "artifacts"
     path.mkdir(exist_ok=True)
     return path
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_programs_per_module():
+    """Each test module starts with no compiled programs left by the others: XLA:CPU code is
+    mapped page by page, and a process holding every program of the suite would pass the
+    kernel's mapping limit (drivesim.parallel.code_memory)."""
+    yield
+    from drivesim.parallel import code_memory
+
+    code_memory.drop_compiled_programs()

@@ -4,7 +4,8 @@ Executors share one process-wide cache (:data:`EXECUTOR_PROGRAMS`): a second cam
 or test in the same process that needs the same program (same backend, devices, SimConfig and
 argument shapes) reuses the compiled executable instead of tracing and compiling it again.
 Trainers hold their own. At most ``maxsize`` programs are kept (the least recently used is
-dropped, not the whole cache).
+dropped, not the whole cache), and every cache is dropped when the process nears the kernel's
+memory-mapping limit (:mod:`drivesim.parallel.code_memory`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
+
+from drivesim.parallel import code_memory
 
 
 class ProgramCache:
@@ -26,6 +29,7 @@ class ProgramCache:
         self._lock = threading.RLock()
         self._building: dict[Hashable, threading.Lock] = {}
         self.builds = 0  # misses so far (programs built)
+        code_memory.register(self)  # dropped when the process nears its mapping limit
 
     def get(self, key: Hashable, build: Callable[[], Any]) -> Any:
         """The value for ``key`` (most recently used now). Two threads asking for the same
@@ -40,6 +44,7 @@ class ProgramCache:
                 if key in self._items:  # built by another thread while this one waited
                     self._items.move_to_end(key)
                     return self._items[key]
+            code_memory.relieve()  # a new program: make room for its code first
             try:
                 value = build()
             finally:
