@@ -61,7 +61,9 @@ def _cut_in(v: dict[str, float], steps: int):
     # adversary rear = ego front + gap at `done` (both at constant speed)
     x0 = CAR_LENGTH + v["gap"] - dv * done
     path = build.lane_change(t, x0, speed + dv, LANE_WIDTH, 0.0, CUT_IN_START_S, v["lateral"])
-    return speed, [Actor(**path, lane=1)], 2
+    # route = the target lane: only one lane is occupied, so the neighbour window is proven
+    # exact (an adversary routed on lane 1 sends every scenario to the all-pairs fallback)
+    return speed, [Actor(**path, lane=0)], 2
 
 
 def _cut_out(v: dict[str, float], steps: int):
