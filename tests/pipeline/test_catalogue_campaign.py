@@ -3,11 +3,15 @@ them, the grid's collision pattern is the physical one, and a rerun resumes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from pipeline_helpers import small_config
 
 from drivesim.pipeline.campaign import run_campaign
 from drivesim.pipeline.results import query
 from drivesim.scenarios.catalogue import param_sql
+from drivesim.scenarios.catalogue.source import with_grid
 
 SPEC = "catalogue:lead_brake?gap=2:40:5,decel=3:9:2"
 
@@ -34,3 +38,27 @@ def test_catalogue_grid_campaign_groups_by_parameters(tmp_path):
     assert safe[9.0] > safe[3.0]
     again = run_campaign(config)  # same spec: resumes, nothing left to do
     assert again.done == 10 and again.skipped == 10
+
+
+def _drivesim(*args):
+    code = "from drivesim.cli import main; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+
+
+def test_cli_rejects_bad_catalogue_specs_in_one_line(tmp_path):
+    out = str(tmp_path / "c")
+    bad = _drivesim("run", "--source", "catalogue:cut_in", "--grid", "gap=500", "--out", out)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert "catalogue cut_in: parameter gap=500 outside [0.5, 100] m" in bad.stderr.splitlines()[-1]
+    lonely = _drivesim("run", "--source", "synthetic:highway", "--grid", "gap=5:40:8", "--out", out)
+    assert lonely.returncode == 2 and "needs a --source catalogue:FAMILY" in lonely.stderr
+    assert not (tmp_path / "c").exists()  # nothing written
+
+
+def test_with_grid_fills_only_catalogue_specs_without_a_grid():
+    specs = ("synthetic:highway", "catalogue:cut_in", "catalogue:lead_brake?gap=5")
+    assert with_grid(specs, "gap=1:2:2") == (
+        "synthetic:highway",
+        "catalogue:cut_in?gap=1:2:2",
+        "catalogue:lead_brake?gap=5",
+    )

@@ -44,6 +44,15 @@ def split_arg(arg: str) -> tuple[str, str]:
     return name.strip(), grid
 
 
+def with_grid(specs: tuple[str, ...], grid: str) -> tuple[str, ...]:
+    """``specs`` with ``?GRID`` appended to every ``catalogue:FAMILY`` spec without a grid
+    (the CLI's ``--grid``); ValueError when no spec can take it."""
+    takes = [s.startswith("catalogue:") and "?" not in s for s in specs]
+    if not any(takes):
+        raise ValueError(f"--grid {grid!r}: needs a --source catalogue:FAMILY given without a grid")
+    return tuple(f"{s}?{grid}" if t else s for s, t in zip(specs, takes, strict=True))
+
+
 class CatalogueSource(ScenarioSource):
     """The points of one family's parameter grid, in grid order; ``steps`` simulation steps
     per scenario (the scripted logs cover steps + 1 entries)."""
@@ -82,4 +91,4 @@ def check_catalogue(arg: str) -> None:
     parse_grid(fam.name, fam.params, grid_text)
 
 
-__all__ = ["CatalogueError", "CatalogueSource", "make_record", "param_sql", "point_name"]
+__all__ = ["CatalogueError", "CatalogueSource", "make_record", "param_sql", "point_name", "with_grid"]
