@@ -25,7 +25,7 @@ F32 = np.float32
 @dataclass(frozen=True)
 class Actor:
     """A scripted agent: x, y, heading, speed (T,) float64 over the episode's log steps [m, rad,
-    m/s]; length, width [m]; lane: its route index (the lane it starts in)."""
+    m/s]; length, width [m]; lane: its route index (the lane it drives in or moves into)."""
 
     x: np.ndarray
     y: np.ndarray
