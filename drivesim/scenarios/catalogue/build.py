@@ -25,8 +25,9 @@ F32 = np.float32
 @dataclass(frozen=True)
 class Actor:
     """A scripted agent: x, y, heading, speed (T,) float64 over the episode's log steps [m, rad,
-    m/s]; length, width [m]; lane: its route index (the families route every agent on the ego lane, so one lane is
-    occupied and the neighbour window is proven exact without the all-pairs fallback)."""
+    m/s]; length, width [m]; lane: its route index (the families route every agent on the ego
+    lane, so one lane is occupied and the neighbour window is proven exact without the
+    all-pairs fallback)."""
 
     x: np.ndarray
     y: np.ndarray
