@@ -57,6 +57,18 @@ def _chunk(value: str | None):
     return number
 
 
+def _with_grid(sources: tuple[str, ...], grid: str | None) -> tuple[str, ...]:
+    """``sources`` with ``--grid`` appended to the catalogue specs that have no grid."""
+    if grid is None:
+        return sources
+    from drivesim.scenarios.catalogue.source import with_grid
+
+    try:
+        return with_grid(sources, grid)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+
+
 def register(app: typer.Typer) -> None:
     """Add run / query / summary to ``app``."""
 
@@ -70,7 +82,15 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--source",
                 help="Scenario source, repeatable: synthetic:highway,merge | commonroad:PATH | "
-                "store:PATH. Default: every synthetic family plus ../shared/data CommonRoad files.",
+                "store:PATH | catalogue:FAMILY[?GRID]. Default: every synthetic family plus "
+                "../shared/data CommonRoad files.",
+            ),
+        ] = None,
+        grid: Annotated[
+            str | None,
+            typer.Option(
+                help="Parameter grid of the catalogue sources given without one, e.g. "
+                '"gap=5:40:8,dv=-10:0:6" (NAME=START:STOP:COUNT or NAME=VALUE).'
             ),
         ] = None,
         count: Annotated[
@@ -218,7 +238,7 @@ def register(app: typer.Typer) -> None:
         else:
             demo = not source and count is None
             config = CampaignConfig(
-                sources=tuple(source or ()),
+                sources=_with_grid(tuple(source or ()), grid),
                 count=(src.DEMO_COUNT if demo else 1000) if count is None else count,
                 policy=policy,
                 sweep=str(sweep) if sweep else (str(src.DEMO_SWEEP) if demo and policy == "idm" else None),

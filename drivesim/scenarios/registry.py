@@ -243,3 +243,23 @@ register_source(
     inputs=lambda arg: tuple((p, "*.xml") for p in _commonroad_paths(arg)[1]),
 )
 register_source("store", _open_store, usage="store:PATH", inputs=lambda arg: ((arg, "*"),))
+
+
+def _open_catalogue(arg: str, context: SourceContext) -> ScenarioSource:
+    from drivesim.scenarios.catalogue.source import open_catalogue
+
+    return open_catalogue(arg, context)
+
+
+def _check_catalogue(arg: str) -> None:
+    from drivesim.scenarios.catalogue.source import check_catalogue
+
+    check_catalogue(arg)
+
+
+register_source(
+    "catalogue",
+    _open_catalogue,
+    usage="catalogue:FAMILY[?NAME=START:STOP:COUNT,...]",
+    check=_check_catalogue,
+)

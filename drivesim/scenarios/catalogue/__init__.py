@@ -1,0 +1,64 @@
+"""Critical-scenario catalogue: parametrized logical scenarios with scripted adversaries.
+
+Each family is a function of named parameters returning a ScenarioRecord: the ego (slot 0,
+``ego_index`` 0, driven by the campaign's policy) in lane 0 of a straight two-lane road along
++x, plus adversaries that replay a log built analytically at the simulation dt (0.1 s) over
+``steps + 1`` entries (``LogTrajectory.replay`` True). The engine is unchanged: leaders and
+collisions of replayed agents go through the same exact search as everything else.
+
+Run one as a source: ``catalogue:FAMILY?NAME=START:STOP:COUNT,NAME=VALUE`` (grid syntax in
+:mod:`drivesim.scenarios.catalogue.params`; unnamed parameters keep their defaults).
+
+Families, parameters ``name [unit] range (default)``:
+
+lead_brake -- a lead vehicle in the ego lane brakes to a standstill (NHTSA pre-crash typology
+"lead vehicle decelerating"; defaults from Euro NCAP AEB C2C CCRb: both at 50 km/h, 12 m
+gap, 6 m/s^2 [the protocol's other points: 40 m gap, 2 m/s^2]).
+    gap [m] 2..150 (12): initial bumper gap; speed [m/s] 1..40 (13.89): initial speed of
+    both; decel [m/s^2] 0.5..10 (6): lead deceleration; t_brake [s] 0..10 (1): braking start.
+
+cut_in -- a vehicle in the left lane moves into the ego lane ahead (NHTSA "changing lanes /
+same direction"; UN R157 ALKS cut-in parameters: gap, relative speed, lateral duration).
+    gap [m] 0.5..100 (10): bumper gap ego -> adversary when the cut-in completes, with the ego
+    at constant speed; dv [m/s] -30..15 (-5): adversary minus ego speed, constant, and
+    speed + dv >= 0; lateral [s] 0.5..6 (2): duration of the lateral move, which starts at 1 s
+    (quintic profile); speed [m/s] 1..40 (20): ego initial speed.
+
+cut_out -- the ego's leader changes to the left lane and reveals a stopped car (UN R157 ALKS
+cut-out; NHTSA "lead vehicle stopped").
+    gap [m] 8..200 (30): bumper gap ego -> stopped car when the leader's centre crosses the
+    lane edge (3 s), ego at constant speed; speed [m/s] 1..40 (20): ego and leader speed;
+    lateral [s] 0.5..4 (2): the leader's lane-change duration. The leader drives
+    min(1 s * speed, gap - 6.5 m) ahead of the ego, so it clears the stopped car by 2 m.
+
+crossing_pedestrian -- a 0.5 m x 0.5 m pedestrian waits on the right kerb (0.5 m outside
+the ego lane), then crosses both lanes (Euro NCAP AEB VRU CPNA, nearside adult; 5 km/h).
+    tta [s] -4..10 (0): the ego's (constant-speed) arrival at the crossing point minus the
+    pedestrian's arrival there (the ego lane's centre line); 0 is the protocol's 50% impact
+    timing, > 0 the pedestrian is ahead of the ego; ped_speed [m/s] 0.5..3 (1.39);
+    speed [m/s] 1..30 (11.11): ego speed (40 km/h).
+
+Times are from the start of the episode: use episodes of 8 s (80 steps) or more so that each
+event and its consequence fit. Bad parameters raise CatalogueError (a ValueError) of one line
+naming the family and the parameter.
+"""
+
+from __future__ import annotations
+
+from drivesim.scenarios.catalogue.families import FAMILIES, Family, family
+from drivesim.scenarios.catalogue.params import CatalogueError, Grid, Param, parse_grid
+from drivesim.scenarios.catalogue.source import CatalogueSource, make_record, param_sql, point_name
+
+__all__ = [
+    "FAMILIES",
+    "CatalogueError",
+    "CatalogueSource",
+    "Family",
+    "Grid",
+    "Param",
+    "family",
+    "make_record",
+    "param_sql",
+    "parse_grid",
+    "point_name",
+]

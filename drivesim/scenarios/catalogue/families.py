@@ -1,0 +1,159 @@
+"""The catalogue's logical scenarios: each a function of named parameters returning a host
+Scenario with the ego in slot 0 (lane 0, centre at x = 0) and scripted adversaries.
+
+Every gap is a bumper-to-bumper distance [m]; times are from the start of the episode [s];
+"ego at constant speed" means the ego's position if it kept its initial speed (the parameters
+describe the conflict as planned; the ego's policy decides what actually happens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from drivesim.core.types import Scenario
+from drivesim.scenarios.catalogue import build
+from drivesim.scenarios.catalogue.build import CAR_LENGTH, LANE_WIDTH, Actor
+from drivesim.scenarios.catalogue.params import CatalogueError, Param
+
+CUT_IN_START_S = 1.0  # [s] the cut-in's lateral motion starts here
+CUT_OUT_REVEAL_S = 3.0  # [s] the leader's centre crosses the lane edge here
+CUT_OUT_HEADWAY_S = 1.0  # [s] the leader's time gap ahead of the ego (shortened when needed)
+CUT_OUT_CLEARANCE = 2.0  # [m] the leader's front stays this far behind the stopped car at reveal
+PED_SIZE = 0.5  # [m] pedestrian box length and width
+PED_KERB = 0.5  # [m] the pedestrian waits this far outside the ego lane's right edge
+PED_MIN_ARRIVAL_S = 0.5  # [s] earliest time the ego reaches the crossing point
+
+
+@dataclass(frozen=True)
+class Family:
+    """A logical scenario: ``params`` in declared (grid) order and ``make(values, steps)``."""
+
+    name: str
+    params: tuple[Param, ...]
+    make: Callable[[dict[str, float], int], tuple[float, list[Actor], int]]
+    doc: str
+
+    def scenario(self, values: dict[str, float], steps: int, scenario_id: int) -> Scenario:
+        """The Scenario of checked ``values`` over ``steps`` simulation steps."""
+        ego_speed, actors, lanes = self.make(values, steps)
+        return build.scenario(
+            ego_speed=ego_speed, actors=actors, lanes=lanes, steps=steps, scenario_id=scenario_id
+        )
+
+
+def _lead_brake(v: dict[str, float], steps: int):
+    t = build.times(steps)
+    x, speed = build.braking(t, CAR_LENGTH + v["gap"], v["speed"], v["decel"], v["t_brake"])
+    return v["speed"], [Actor(**build.straight(t, x, speed, lane=0))], 2
+
+
+def _cut_in(v: dict[str, float], steps: int):
+    speed, dv = v["speed"], v["dv"]
+    if speed + dv < 0:
+        raise CatalogueError(
+            f"catalogue cut_in: parameter dv={dv:g} is below -speed ({-speed:g}): the adversary would reverse"
+        )
+    t = build.times(steps)
+    done = CUT_IN_START_S + v["lateral"]
+    # adversary rear = ego front + gap at `done` (both at constant speed)
+    x0 = CAR_LENGTH + v["gap"] - dv * done
+    path = build.lane_change(t, x0, speed + dv, LANE_WIDTH, 0.0, CUT_IN_START_S, v["lateral"])
+    # route = the target lane: only one lane is occupied, so the neighbour window is proven
+    # exact (an adversary routed on lane 1 sends every scenario to the all-pairs fallback)
+    return speed, [Actor(**path, lane=0)], 2
+
+
+def _cut_out(v: dict[str, float], steps: int):
+    speed, gap = v["speed"], v["gap"]
+    t = build.times(steps)
+    headway = min(CUT_OUT_HEADWAY_S * speed, gap - CAR_LENGTH - CUT_OUT_CLEARANCE)
+    start = CUT_OUT_REVEAL_S - 0.5 * v["lateral"]
+    leader = build.lane_change(t, CAR_LENGTH + headway, speed, 0.0, LANE_WIDTH, start, v["lateral"])
+    # stopped car: its rear is `gap` ahead of the ego's front (ego at constant speed) at reveal
+    x_stop = CAR_LENGTH + speed * CUT_OUT_REVEAL_S + gap
+    stopped = build.straight(t, np.full_like(t, x_stop), np.zeros_like(t), lane=0)
+    return speed, [Actor(**leader, lane=0), Actor(**stopped, lane=0)], 2
+
+
+def _crossing_pedestrian(v: dict[str, float], steps: int):
+    speed, tta, walk = v["speed"], v["tta"], v["ped_speed"]
+    t = build.times(steps)
+    y_wait = -(0.5 * LANE_WIDTH + PED_KERB)  # on the kerb right of the ego lane
+    y_far = 1.5 * LANE_WIDTH + PED_KERB  # the far kerb (left of lane 1)
+    t_centre = max(-y_wait / walk, PED_MIN_ARRIVAL_S - tta)  # pedestrian at the ego lane centre
+    t_walk = t_centre + y_wait / walk
+    y = np.clip(y_wait + walk * (t - t_walk), y_wait, y_far)
+    moving = (t >= t_walk) & (y < y_far)
+    # crossing point: where the ego's front is at t_centre + tta at constant speed
+    x_cross = 0.5 * CAR_LENGTH + speed * (t_centre + tta)
+    ped = Actor(
+        x=np.full_like(t, x_cross),
+        y=y,
+        heading=np.full_like(t, 0.5 * np.pi),
+        speed=np.where(moving, walk, 0.0),
+        length=PED_SIZE,
+        width=PED_SIZE,
+        lane=0,
+    )
+    return speed, [ped], 2
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family(
+            "lead_brake",
+            (
+                Param("gap", "m", 2.0, 150.0, 12.0, "initial bumper gap ego -> lead"),
+                Param("speed", "m/s", 1.0, 40.0, 13.89, "initial speed of both (50 km/h)"),
+                Param("decel", "m/s^2", 0.5, 10.0, 6.0, "lead deceleration, held to a standstill"),
+                Param("t_brake", "s", 0.0, 10.0, 1.0, "time the lead starts braking"),
+            ),
+            _lead_brake,
+            "lead vehicle ahead in the ego lane brakes to a standstill",
+        ),
+        Family(
+            "cut_in",
+            (
+                Param("gap", "m", 0.5, 100.0, 10.0, "bumper gap ego -> adversary when the cut-in completes"),
+                Param("dv", "m/s", -30.0, 15.0, -5.0, "adversary speed minus ego speed (constant)"),
+                Param("lateral", "s", 0.5, 6.0, 2.0, "duration of the lateral move (starts at 1 s)"),
+                Param("speed", "m/s", 1.0, 40.0, 20.0, "ego initial speed"),
+            ),
+            _cut_in,
+            "vehicle in the left lane moves into the ego lane ahead",
+        ),
+        Family(
+            "cut_out",
+            (
+                Param("gap", "m", 8.0, 200.0, 30.0, "bumper gap ego -> stopped car at the reveal (3 s)"),
+                Param("speed", "m/s", 1.0, 40.0, 20.0, "initial speed of the ego and its leader"),
+                Param("lateral", "s", 0.5, 4.0, 2.0, "duration of the leader's lane change"),
+            ),
+            _cut_out,
+            "the ego's leader changes to the left lane, revealing a stopped car",
+        ),
+        Family(
+            "crossing_pedestrian",
+            (
+                Param(
+                    "tta", "s", -4.0, 10.0, 0.0, "ego arrival at the crossing point minus pedestrian arrival"
+                ),
+                Param("ped_speed", "m/s", 0.5, 3.0, 1.39, "pedestrian walking speed (5 km/h)"),
+                Param("speed", "m/s", 1.0, 30.0, 11.11, "ego initial speed (40 km/h)"),
+            ),
+            _crossing_pedestrian,
+            "pedestrian crosses the ego lane from the right kerb",
+        ),
+    )
+}
+
+
+def family(name: str) -> Family:
+    """The Family called ``name`` (CatalogueError naming the known ones)."""
+    if name not in FAMILIES:
+        raise CatalogueError(f"catalogue: unknown family {name!r}; known: {', '.join(FAMILIES)}")
+    return FAMILIES[name]

@@ -1,0 +1,133 @@
+"""Catalogue families simulated for real: scripted adversaries against the constant-speed and
+the IDM ego; grid order and size; one-line errors naming the family and the parameter."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+from drivesim.core.policies import default_policy_params
+from drivesim.core.rollout import rollout_trajectory
+from drivesim.core.types import SimConfig
+from drivesim.scenarios.batching import pad_and_stack
+from drivesim.scenarios.catalogue import FAMILIES, CatalogueError, CatalogueSource, make_record
+from drivesim.scenarios.registry import SourceContext, SourceSpecError, check_spec, open_spec
+from drivesim.scenarios.synthetic import FamilyConfig
+
+STEPS = 80
+CASES = {
+    "brake_short": ("lead_brake", dict(gap=5.0, decel=9.0)),
+    "brake_generous": ("lead_brake", dict(gap=40.0, decel=9.0)),
+    "ped_tta0": ("crossing_pedestrian", dict(tta=0.0)),
+    "ped_tta5": ("crossing_pedestrian", dict(tta=5.0)),
+    "cut_in": ("cut_in", dict(gap=10.0, dv=-5.0)),
+    "cut_out": ("cut_out", dict(gap=30.0)),
+}
+
+
+@functools.cache
+def _simulate(policy: str):
+    """Metrics (B,) and trajectories (B, S, N) of every case under ``policy`` (exact
+    all-pairs neighbours: rollout_trajectory has no window fallback)."""
+    records = [make_record(f, v, STEPS) for f, v in CASES.values()]
+    batch = pad_and_stack([r.scenario for r in records], num_agents=8)
+    config = SimConfig(num_steps=STEPS, policy=policy, neighbours="all_pairs")
+    run = jax.jit(jax.vmap(lambda sc, p: rollout_trajectory(sc, p, config), in_axes=(0, None)))
+    metrics, traj = jax.device_get(run(batch, default_policy_params(config)))
+    return {name: k for k, name in enumerate(CASES)}, metrics, traj
+
+
+def _case(policy: str, name: str):
+    index, metrics, traj = _simulate(policy)
+    k = index[name]
+    ego_speed = np.concatenate([[make_record(*CASES[name]).scenario.agents.speed[0]], traj.speed[k, :, 0]])
+    return jax.tree_util.tree_map(lambda a: a[k], metrics), np.diff(ego_speed) / 0.1
+
+
+def test_lead_brake_constant_ego_collides_idm_ego_brakes():
+    m, _ = _case("constant", "brake_short")
+    assert bool(m.ego_collided) and int(m.collided_with) == 1
+    m, accel = _case("idm", "brake_short")
+    assert accel.min() < -1.0
+    m, accel = _case("idm", "brake_generous")
+    assert not bool(m.ego_collided)
+    assert accel[:5].min() > 0.0  # free road at first: the IDM ego speeds up ...
+    assert accel[10:].min() < -2.0  # ... and brakes hard once the lead brakes (t_brake = 1 s)
+    m, _ = _case("constant", "brake_generous")
+    assert bool(m.ego_collided)  # the constant ego reaches the stopped lead within 8 s
+
+
+def test_crossing_pedestrian_time_to_arrival():
+    m, _ = _case("constant", "ped_tta0")
+    assert bool(m.ego_collided) and int(m.collided_with) == 1
+    m, _ = _case("constant", "ped_tta5")
+    assert not bool(m.ego_collided)
+    m, accel = _case("idm", "ped_tta0")
+    assert not bool(m.ego_collided) and accel.min() < -1.0
+
+
+def test_cut_in_and_cut_out():
+    m, _ = _case("constant", "cut_in")
+    assert bool(m.ego_collided) and int(m.collided_with) == 1
+    m, accel = _case("idm", "cut_in")
+    assert not bool(m.ego_collided) and accel[20:].min() < -1.0  # brakes for the cut-in
+    m, _ = _case("constant", "cut_out")
+    assert bool(m.ego_collided) and int(m.collided_with) == 2  # the revealed stopped car
+    assert int(m.agents_collided) == 2  # the leader itself cleared the stopped car
+    m, _ = _case("idm", "cut_out")
+    assert not bool(m.ego_collided)
+
+
+def test_logs_cover_the_episode_and_match_the_parameters():
+    sc = make_record("lead_brake", dict(gap=12.0, speed=10.0, decel=5.0, t_brake=1.0), steps=50).scenario
+    assert sc.log.xy.shape == (51, 2, 2) and sc.log.valid[:, 1].all() and not sc.log.valid[:, 0].any()
+    assert list(sc.log.replay) == [False, True] and int(sc.ego_index) == 0
+    bumper_gap = sc.agents.x[1] - sc.agents.x[0] - 0.5 * (sc.agents.length[0] + sc.agents.length[1])
+    assert bumper_gap == pytest.approx(12.0)
+    speed = sc.log.speed[:, 1]
+    assert speed[10] == pytest.approx(10.0) and speed[30] == pytest.approx(0.0, abs=1e-5)
+    assert speed[20] == pytest.approx(5.0, abs=1e-4)  # 1 s of braking at 5 m/s^2
+
+
+def test_grid_order_size_and_names():
+    source = CatalogueSource("cut_in?dv=-10:0:3,gap=5:40:8", steps=20)
+    assert len(source) == 24
+    points = [source.grid.point(p) for p in range(len(source))]
+    # C order over the declared parameters (gap, dv, lateral, speed), whatever the spec order
+    assert [p["gap"] for p in points[:4]] == [5.0, 5.0, 5.0, 10.0]
+    assert [p["dv"] for p in points[:4]] == [-10.0, -5.0, 0.0, -10.0]
+    assert {p["lateral"] for p in points} == {2.0} and points[-1]["gap"] == 40.0
+    record = source.load(4)
+    assert record.name == "cut_in?gap=10,dv=-5,lateral=2,speed=20" and record.scenario_id == 4
+    assert record.family == "cut_in" and record.scenario.log.xy.shape[0] == 21
+    opened = open_spec("catalogue:lead_brake?gap=2:40:20", SourceContext(family=FamilyConfig(steps=30)))
+    assert len(opened) == 20 and opened.steps == 30
+    for name in FAMILIES:
+        assert len(CatalogueSource(name)) == 1
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("catalogue:cut_in?gap=nan", ["cut_in", "gap", "finite"]),
+        ("catalogue:cut_in?gap=500", ["cut_in", "gap=500", "outside"]),
+        ("catalogue:cut_in?gapp=5", ["cut_in", "unknown parameter 'gapp'"]),
+        ("catalogue:cut_in?gap=5:40:0", ["cut_in", "gap", "COUNT"]),
+        ("catalogue:cut_in?gap=5:40", ["cut_in", "gap", "START:STOP:COUNT"]),
+        ("catalogue:lead_brake?decel=fast", ["lead_brake", "decel", "not a number"]),
+        ("catalogue:cutin", ["unknown family 'cutin'", "cut_in"]),
+    ],
+)
+def test_bad_parameters_fail_with_one_line(spec, words):
+    with pytest.raises(SourceSpecError) as err:
+        check_spec(spec)
+    message = str(err.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_cross_parameter_error_names_family_and_parameter():
+    with pytest.raises(CatalogueError, match=r"catalogue cut_in: parameter dv=-25 .*-speed"):
+        make_record("cut_in", dict(dv=-25.0, speed=20.0))
