@@ -90,10 +90,13 @@ def test_a_node_that_joins_midway_gets_batches(tmp_path, ray_cluster, reference)
         if not nodes:
             nodes.append(ray_cluster.add_node(num_cpus=1, object_store_memory=OBJECT_STORE))
         elif len(set(batch_workers(out).values())) < 2:
-            time.sleep(3.0)  # slow the first worker down until the new node's worker is up
+            time.sleep(6.0)  # slow the first worker down until the new node's worker is up
 
     try:
-        result = run_campaign(cluster_config(out, workers=None), progress=join_after_first_batch)
+        # batches of 4: 15 batches after the join, so the new worker has ~90 s to start on a
+        # loaded machine (results do not depend on the batch size)
+        config = cluster_config(out, workers=None, batch_size=4)
+        result = run_campaign(config, progress=join_after_first_batch)
     finally:
         for node in nodes:
             ray_cluster.remove_node(node)
