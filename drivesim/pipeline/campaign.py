@@ -330,21 +330,9 @@ class _Runner:
         )
 
     def _finish(self) -> CampaignResult:
-        self._emit("end")
-        elapsed = time.perf_counter() - self.start
-        with Ledger(self.directory) as ledger:
-            ledger.set_meta(finished_at=str(time.time()))
-        rate = self.counts["this_run"] / elapsed if elapsed > 0 else 0.0
-        sessions.record_end(self.directory, self.session, self.counts["this_run"], rate)
-        return CampaignResult(
-            directory=self.directory,
+        return finish_run(
+            self,
             total=len(self.positions),
-            done=self.counts["done"],
-            failed=self.counts["failed"],
-            skipped=self.skipped,
-            failed_batches=self.counts["failed_batches"],
-            elapsed_s=elapsed,
-            scenarios_per_s=self.counts["this_run"] / elapsed if elapsed > 0 else 0.0,
             device_count=self.device.num_devices,
             notes=list(self.config.notes),
         )
@@ -450,3 +438,27 @@ class _Writer:
             self.queue.put(None, timeout=timeout)
             self.thread.join(timeout)
         self._check()
+
+
+def finish_run(run, *, total: int, device_count: int, notes: list[str]) -> CampaignResult:
+    """End a campaign run (embedded or on a cluster): emit "end", stamp the ledger, close the
+    run session and return its CampaignResult. ``run`` has directory, session, counts,
+    skipped, start and _emit."""
+    run._emit("end")
+    elapsed = time.perf_counter() - run.start
+    with Ledger(run.directory) as ledger:
+        ledger.set_meta(finished_at=str(time.time()))
+    rate = run.counts["this_run"] / elapsed if elapsed > 0 else 0.0
+    sessions.record_end(run.directory, run.session, run.counts["this_run"], rate)
+    return CampaignResult(
+        directory=run.directory,
+        total=total,
+        done=run.counts["done"],
+        failed=run.counts["failed"],
+        skipped=run.skipped,
+        failed_batches=run.counts["failed_batches"],
+        elapsed_s=elapsed,
+        scenarios_per_s=rate,
+        device_count=device_count,
+        notes=notes,
+    )

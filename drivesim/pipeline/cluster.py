@@ -356,23 +356,6 @@ class _Driver:
         )
 
     def _finish(self):
-        from drivesim.pipeline.campaign import CampaignResult
+        from drivesim.pipeline.campaign import finish_run
 
-        self._emit("end")
-        elapsed = time.perf_counter() - self.start
-        with Ledger(self.directory) as ledger:
-            ledger.set_meta(finished_at=str(time.time()))
-        rate = self.counts["this_run"] / elapsed if elapsed > 0 else 0.0
-        sessions.record_end(self.directory, self.session, self.counts["this_run"], rate)
-        return CampaignResult(
-            directory=self.directory,
-            total=len(self.source),
-            done=self.counts["done"],
-            failed=self.counts["failed"],
-            skipped=self.skipped,
-            failed_batches=self.counts["failed_batches"],
-            elapsed_s=elapsed,
-            scenarios_per_s=rate,
-            device_count=self.device_count,
-            notes=self.notes,
-        )
+        return finish_run(self, total=len(self.source), device_count=self.device_count, notes=self.notes)
