@@ -16,6 +16,7 @@ from cluster_helpers import COUNT, OBJECT_STORE, assert_same_results, batch_work
 from drivesim.pipeline import verify
 from drivesim.pipeline.campaign import run_campaign
 from drivesim.pipeline.worker_stats import worker_throughput
+from drivesim.report import write_dashboard
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +34,10 @@ def test_two_workers_equal_the_embedded_run(tmp_path, ray_cluster, reference):
     assert sum(r["scenarios"] for r in per_worker) == COUNT
     assert all(r["scenarios_per_s"] > 0 for r in per_worker)
     assert worker_throughput(reference) == []  # the embedded run has no workers
+    html = write_dashboard(tmp_path / "ray").read_text(encoding="utf-8")
+    workers_part = html.split('<section id="workers">', 1)[1].split("</section>", 1)[0]
+    assert "Throughput per worker" in workers_part and '<div class="plot"' in workers_part
+    assert all(name in workers_part for name in set(workers.values()))
 
 
 def test_sigkilled_worker_batches_are_redone_by_the_other(tmp_path, ray_cluster, reference):

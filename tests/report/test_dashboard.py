@@ -17,6 +17,7 @@ SECTIONS = (
     "scaling",
     "memory",
     "devices",
+    "workers",
     "outcomes",
     "compare",
     "failures",
