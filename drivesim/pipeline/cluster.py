@@ -325,6 +325,7 @@ class _Driver:
             )
             extra["num_scenarios"] = out["num_scenarios"] if out else len(ticket.batch.positions)
             extra["num_failed"] = len(out["failures"]) if out else 0
+            extra["worker"] = out["worker"] if out else None
         self.progress(
             BatchEvent(
                 kind=kind,

@@ -56,6 +56,7 @@ class BatchEvent:
     skipped: scenarios already done by an earlier run (resume).
     elapsed_s: wall seconds since this run started; scenarios_per_s: scenarios done by this
         run / elapsed_s (live throughput); device_count: devices in use.
+    worker: the Ray worker that ran the batch (``node:pid``; None when run embedded).
     """
 
     kind: str
@@ -72,3 +73,4 @@ class BatchEvent:
     size_class: int | None = None
     phases: PhaseTimes | None = None
     error: str | None = None
+    worker: str | None = None

@@ -1,5 +1,6 @@
 """The live terminal view of a running campaign (rich): progress bar with ETA, throughput now and
-mean, per-phase times of the last batch, device and host memory, failed count.
+mean, per-phase times of the last batch, device and host memory, failed count, and the
+scenarios each Ray worker ran (campaigns on a cluster).
 
 ``LiveView.update(event)`` takes the campaign's per-batch event
 (:class:`drivesim.pipeline.timing.BatchEvent`) or any object or dict with the same field names
@@ -48,6 +49,7 @@ class LiveState:
     host_rss_bytes: int | None = None
     batches: int = 0
     last_error: str | None = None
+    workers: dict[str, int] | None = None  # scenarios per Ray worker this run
 
 
 def field_of(event: object, *names: str, default: Any = None) -> Any:
@@ -108,6 +110,12 @@ class LiveView:
         s.device_bytes = field_of(event, "device_bytes", "device_bytes_in_use") or _device_bytes()
         s.host_rss_bytes = field_of(event, "host_rss_bytes") or host_rss()
         s.last_error = field_of(event, "error", default=s.last_error)
+        worker = field_of(event, "worker")
+        if worker is not None and phases is not None:
+            s.workers = s.workers or {}
+            s.workers[str(worker)] = s.workers.get(str(worker), 0) + int(
+                field_of(event, "num_scenarios", default=0)
+            )
         self._recent.append((time.perf_counter(), s.done))
         s.rate_now = _rate(self._recent) if len(self._recent) > 1 else s.rate_mean
         self._progress.update(self._task, completed=s.done, total=s.total or None)
@@ -134,6 +142,9 @@ def stats_table(s: LiveState) -> Table:
         memory.append(f"host RSS {_mib(s.host_rss_bytes)}")
     if memory:
         table.add_row("memory", "   ".join(memory))
+    if s.workers:
+        shares = [f"{_escape(name)} {count:,}" for name, count in sorted(s.workers.items())]
+        table.add_row(f"workers ({len(s.workers)})", "   ".join(shares) + "   scenarios this run")
     failed = f"[red]{s.failed:,}[/red]" if s.failed else "0"
     resumed = f"   (skipped {s.skipped:,} done earlier)" if s.skipped else ""
     table.add_row("failed", failed + resumed)

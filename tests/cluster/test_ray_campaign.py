@@ -3,6 +3,7 @@ worker, a driver stopped mid-way and resumed with another worker count, a node t
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sqlite3
@@ -12,17 +13,21 @@ import time
 
 import pytest
 from cluster_helpers import COUNT, OBJECT_STORE, assert_same_results, batch_workers, cluster_config
+from rich.console import Console
 
 from drivesim.pipeline import verify
 from drivesim.pipeline.campaign import run_campaign
 from drivesim.pipeline.worker_stats import worker_throughput
 from drivesim.report import write_dashboard
+from drivesim.report.live import LiveView
 
 pytestmark = pytest.mark.slow
 
 
 def test_two_workers_equal_the_embedded_run(tmp_path, ray_cluster, reference):
-    result = run_campaign(cluster_config(tmp_path / "ray", workers=2))
+    buf = io.StringIO()
+    with LiveView(total=COUNT, console=Console(file=buf, width=160, color_system=None)) as view:
+        result = run_campaign(cluster_config(tmp_path / "ray", workers=2), progress=view.update)
     assert result.done == COUNT and result.failed_batches == 0
     assert_same_results(tmp_path / "ray", reference)
     workers = batch_workers(tmp_path / "ray")
@@ -34,6 +39,8 @@ def test_two_workers_equal_the_embedded_run(tmp_path, ray_cluster, reference):
     assert sum(r["scenarios"] for r in per_worker) == COUNT
     assert all(r["scenarios_per_s"] > 0 for r in per_worker)
     assert worker_throughput(reference) == []  # the embedded run has no workers
+    assert view.state.workers == {r["worker"]: r["scenarios"] for r in per_worker}  # the live view
+    assert "workers (2)" in buf.getvalue()
     html = write_dashboard(tmp_path / "ray").read_text(encoding="utf-8")
     workers_part = html.split('<section id="workers">', 1)[1].split("</section>", 1)[0]
     assert "Throughput per worker" in workers_part and '<div class="plot"' in workers_part

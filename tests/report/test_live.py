@@ -63,6 +63,21 @@ def test_live_view_shows_progress_from_batch_events():
     assert view.state.done == 32 and view.state.failed == 3 and view.state.batches == 1
 
 
+def test_live_view_counts_scenarios_per_ray_worker():
+    console, buf = _console()
+    phases = PhaseTimes(load_s=0.01, h2d_s=0.0, compute_s=0.1, d2h_s=0.0, write_s=0.01, wall_start=0.0)
+    common = dict(kind="batch", failed=0, total=40, skipped=0, elapsed_s=1.0, device_count=2, phases=phases)
+    with LiveView(total=40, console=console) as view:
+        for batch_id, (worker, done) in enumerate((("node-a:11", 8), ("node-b:22", 16), ("node-a:11", 24))):
+            event = BatchEvent(
+                done=done, scenarios_per_s=8.0, batch_id=batch_id, num_scenarios=8, worker=worker, **common
+            )
+            view.update(event)
+    assert view.state.workers == {"node-a:11": 16, "node-b:22": 8}
+    text = buf.getvalue()
+    assert "workers (2)" in text and "node-a:11 16" in text and "node-b:22 8" in text
+
+
 def test_live_view_accepts_plain_dicts():
     console, buf = _console()
     view = LiveView(total=10, console=console)
