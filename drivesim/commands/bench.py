@@ -192,13 +192,40 @@ def scale(
     repeats: Annotated[int, typer.Option(help="timed repeats per device count")] = 5,
     price: Annotated[float | None, typer.Option(help="USD per device-hour (default: by device kind)")] = None,
     engine: Annotated[str, typer.Option(help="executor (run path) | simulate (bare core)")] = "executor",
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            help="measure campaigns over pinned Ray workers instead: ray | ray:auto | ray:HOST:PORT "
+            "(--max-devices: largest worker count)"
+        ),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="campaign batch size (with --cluster)", min=1)] = 256,
     json_out: JsonOpt = False,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
-    """Strong/weak scaling over 1, 2, 4, ... devices (CPU: pinned processes), with Amdahl fit and cost."""
+    """Strong/weak scaling over 1, 2, 4, ... devices (CPU: pinned processes), with Amdahl fit and cost;
+    with --cluster ray: campaign strong scaling over Ray workers against the single-process run."""
     from drivesim.bench.scaling import ScaleConfig, run_scaling
     from drivesim.bench.workloads import Workload
 
+    if cluster is not None:
+        from drivesim.bench.cluster_scaling import ClusterScaleConfig
+        from drivesim.pipeline.cluster import parse_cluster
+
+        parse_cluster(cluster)  # a bad value fails here, in one line
+        try:
+            cluster_config = ClusterScaleConfig(
+                cluster=cluster,
+                max_workers=max_devices,
+                scenarios=scenarios,
+                agents=agents,
+                steps=steps,
+                batch_size=batch_size,
+                repeats=repeats,
+            )
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        return _scale_cluster(cluster_config, json_out, out)
     if mode not in ("strong", "weak") or engine not in ("executor", "simulate"):
         raise typer.BadParameter(f"--mode strong|weak, --engine executor|simulate; got {mode}, {engine}")
     config = ScaleConfig(
@@ -223,6 +250,18 @@ def scale(
                 f"ceiling {r.ceiling:.1f}x"
             )
     _emit(records, out, "scale", mode, json_out)
+    _dashboard(out)
+
+
+def _scale_cluster(config, json_out: bool, out: Path) -> None:
+    """``drivesim scale --cluster ray``: see drivesim.bench.cluster_scaling."""
+    from drivesim.bench.cluster_scaling import run_cluster_scaling
+
+    records = run_cluster_scaling(config, log=_err)
+    for r in records:
+        what = "single process" if r.backend == "single" else f"{r.device_count} Ray worker(s)"
+        _err(f"  {what}: {r.rate():,.1f} scen/s  speed-up {r.speedup:.2f}  efficiency {r.efficiency:.2f}")
+    _emit(records, out, "scale", "cluster", json_out)
     _dashboard(out)
 
 

@@ -1,0 +1,248 @@
+"""Strong scaling of a campaign over Ray workers on one machine (``drivesim scale --cluster ray``).
+
+The same campaign runs (a) as the single-process run: the embedded campaign in a subprocess
+pinned to one core, and (b) on 1, 2, 4, ... Ray workers, worker i pinned to core i
+(``DRIVESIM_PIN_WORKERS=1``), the driver in this process; each with the CPU devices of one core.
+So a worker has exactly the single process's core and programs, and N workers have N of them.
+
+The figure is the steady rate of each campaign (:func:`steady_rate`): the scenarios finished
+after every worker has finished its first batch, over the time they took, from the ledger's
+per-batch clock; so each worker's one-off start-up, tracing and program loading are left out,
+and scheduling, loading, writing and the driver are in. A persistent compilation cache in the
+work directory is warmed first (an untimed 2-batch campaign per mode).
+efficiency(N) = rate(N workers) / (N * rate(single process)).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from drivesim.bench.records import BenchRecord
+from drivesim.bench.scaling import device_counts
+from drivesim.bench.stats import summarize
+from drivesim.pipeline.config import CampaignConfig
+
+PIN_ENV = "DRIVESIM_PIN_WORKERS"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterScaleConfig:
+    """cluster: the ``--cluster`` value (ray = the cluster Ray finds, else a local one started
+    here); max_workers: largest worker count (None = this machine's cores); scenarios: total
+    per campaign (at least 4 batches; several per worker); source: a campaign source spec."""
+
+    cluster: str = "ray"
+    max_workers: int | None = None
+    scenarios: int = 4096
+    agents: int = 32
+    steps: int = 80
+    batch_size: int = 256
+    repeats: int = 3
+    source: str = "synthetic:highway"
+
+    def __post_init__(self):
+        if self.scenarios < 4 * self.batch_size:
+            raise ValueError(
+                f"scenarios: {self.scenarios} is under 4 batches of {self.batch_size} "
+                "(the steady rate needs several batches per worker)"
+            )
+        if self.repeats < 1:
+            raise ValueError(f"repeats: {self.repeats} (at least 1)")
+
+    def campaign(self, out: Path) -> CampaignConfig:
+        """The measured campaign, written to ``out``."""
+        return CampaignConfig(
+            sources=(self.source,),
+            count=self.scenarios,
+            agents=self.agents,
+            num_steps=self.steps,
+            batch_size=self.batch_size,
+            out=str(out),
+        )
+
+    @property
+    def workload(self) -> str:
+        return f"{self.source} {self.scenarios}x{self.agents}x{self.steps} batch {self.batch_size}"
+
+
+_STEADY_SQL = """
+SELECT b.worker, p.num_scenarios, p.wall_end
+FROM batches b JOIN phases p ON p.batch_id = b.batch_id WHERE b.status = 'done'
+"""
+
+
+def steady_rate(directory: Path) -> float:
+    """Scenarios/s of a finished campaign once every worker has finished its first batch:
+    scenarios of the batches that ended after that moment t0 / (last end - t0), from the
+    ledger's per-batch wall clock (workers of one machine share the clock). Start-up, tracing
+    and program loading of every worker fall before t0."""
+    import sqlite3
+
+    from drivesim.pipeline.ledger import LEDGER_NAME
+
+    con = sqlite3.connect(f"{(directory / LEDGER_NAME).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        rows = con.execute(_STEADY_SQL).fetchall()
+    finally:
+        con.close()
+    first: dict = {}
+    for worker, _, end in rows:
+        first[worker] = min(end, first.get(worker, end))
+    t0 = max(first.values(), default=0.0)
+    after = [(n, end) for _, n, end in rows if end > t0]
+    if not after:
+        raise RuntimeError(
+            f"campaign {directory}: no batch ended after every worker's first one; "
+            "give more scenarios (several batches per worker)"
+        )
+    return sum(n for n, _ in after) / (max(end for _, end in after) - t0)
+
+
+def steady_rates(config: CampaignConfig, work: Path, name: str, repeats: int) -> list[float]:
+    """``repeats`` steady rates (scenarios/s, :func:`steady_rate`) of ``config``, after one
+    untimed 2-batch run that compiles the programs into the persistent cache."""
+    from drivesim.pipeline.campaign import run_campaign
+
+    run_campaign(replace(config, count=2 * config.batch_size, out=str(work / f"{name}-warm")))
+    out = []
+    for k in range(repeats):
+        directory = work / f"{name}-{k}"
+        result = run_campaign(replace(config, out=str(directory)))
+        if result.done != config.count:
+            raise RuntimeError(f"campaign {directory}: {result.done} of {config.count} scenarios done")
+        out.append(steady_rate(directory))
+    return out
+
+
+def single_process(config: ClusterScaleConfig, work: Path, timeout_s: float = 3600.0) -> list[float]:
+    """Steady rates of the embedded campaign in a subprocess pinned to one core."""
+    spec = work / "single.json"
+    spec.write_text(json.dumps(asdict(config)))
+    env = dict(os.environ, **{PIN_ENV: "1"})
+    cmd = [sys.executable, "-m", "drivesim.bench.cluster_scaling", str(spec), str(work)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise RuntimeError(f"single-process run failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    return json.loads((work / "single-rates.json").read_text())
+
+
+def ray_point(config: ClusterScaleConfig, workers: int, work: Path) -> list[float]:
+    """Steady rates of the campaign on ``workers`` pinned Ray workers."""
+    before = os.environ.get(PIN_ENV)
+    os.environ[PIN_ENV] = "1"  # passed to the workers' runtime environment
+    try:
+        campaign = replace(config.campaign(work), cluster=config.cluster, workers=workers)
+        return steady_rates(campaign, work, f"ray-{workers}", config.repeats)
+    finally:
+        if before is None:
+            os.environ.pop(PIN_ENV, None)
+        else:
+            os.environ[PIN_ENV] = before
+
+
+def _record(config: ClusterScaleConfig, backend: str, workers: int, rates: list[float]) -> BenchRecord:
+    from drivesim.bench.harness import environment
+
+    env = environment()
+    return BenchRecord(
+        kind="scale",
+        mode="strong",
+        workload=config.workload,
+        backend=backend,
+        device_kind=env["device_kind"],
+        platform=env["platform"],
+        device_count=workers,
+        process_count=workers,
+        jax_version=env["jax_version"],
+        batch_size=config.batch_size,
+        agents=config.agents,
+        steps=config.steps,
+        scenarios=config.scenarios,
+        repeats=config.repeats,
+        scenarios_per_s=summarize(rates).to_dict(),
+        agent_steps_per_s=summarize([r * config.agents * config.steps for r in rates]).to_dict(),
+        steps_per_s=summarize([r * config.steps for r in rates]).to_dict(),
+        extra={"steady_rates": rates, "pinned": True, "cluster": config.cluster},
+    )
+
+
+def _connect(config: ClusterScaleConfig):
+    """Ray as this process is connected to it, else connected to ``config.cluster``, where
+    plain ``ray`` starts a fresh local instance (the figures are this machine's, not those of
+    whatever cluster Ray would find); returns (ray, started_here)."""
+    import ray
+
+    from drivesim.pipeline.cluster import parse_cluster
+
+    if ray.is_initialized():
+        return ray, False
+    address = parse_cluster(config.cluster) or "local"
+    ray.init(address=address, log_to_driver=False, include_dashboard=False)
+    return ray, True
+
+
+def run_cluster_scaling(
+    config: ClusterScaleConfig, log: Callable[[str], None] | None = None
+) -> list[BenchRecord]:
+    """The single-process record (backend "single") and one per worker count (backend "ray"),
+    speed-up and efficiency against the single process filled in."""
+    from drivesim.parallel import compile_cache
+    from drivesim.parallel.launch import cpu_cores
+
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    with tempfile.TemporaryDirectory(prefix="drivesim-cluster-scale-") as tmp:
+        work = Path(tmp)
+        cache_before = os.environ.get(compile_cache.ENV)
+        cache = compile_cache.cache_dir() or work / "jax-cache"
+        os.environ[compile_cache.ENV] = str(cache)  # the single process and the workers share it
+        try:
+            log(f"single process pinned to one core: {config.workload} ...")
+            single = _record(config, "single", 1, single_process(config, work))
+            log(f"  {single.rate():,.1f} scenarios/s (steady)")
+            ray, started = _connect(config)
+            try:
+                available = min(len(cpu_cores()), int(ray.cluster_resources().get("CPU", 1)))
+                records = [single]
+                for n in device_counts(available, config.max_workers):
+                    log(f"{n} pinned Ray worker(s) ...")
+                    records.append(_record(config, "ray", n, ray_point(config, n, work)))
+                    log(f"  {records[-1].rate():,.1f} scenarios/s (steady)")
+            finally:
+                if started:
+                    ray.shutdown()
+        finally:
+            if cache_before is None:
+                os.environ.pop(compile_cache.ENV, None)
+            else:
+                os.environ[compile_cache.ENV] = cache_before
+    base = single.rate()
+    for r in records:
+        r.speedup = r.rate() / base
+        r.efficiency = r.speedup / r.device_count
+    return records
+
+
+def _single_main(spec: str, work: str) -> int:
+    """Subprocess entry: pin to one core, run the embedded campaign, write the rates."""
+    from drivesim.pipeline.ray_worker import pin, prepare_jax
+
+    config = ClusterScaleConfig(**json.loads(Path(spec).read_text()))
+    pin(0)
+    prepare_jax()
+    t0 = time.perf_counter()
+    rates = steady_rates(config.campaign(Path(work)), Path(work), "single", config.repeats)
+    Path(work, "single-rates.json").write_text(json.dumps(rates))
+    print(f"single process: {len(rates)} repeats in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_single_main(*sys.argv[1:3]))
