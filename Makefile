@@ -8,6 +8,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 CHECKED := drivesim tests benchmarks
+# The suite runs in pytest-xdist worker processes, a test module per worker at a time (its
+# module fixtures, such as a Ray cluster or a reference campaign, are built once): one per
+# core, at most 4. TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= auto
 
 .PHONY: run test setup system-deps lint typecheck bench clean
 
@@ -27,7 +31,7 @@ run: setup
 	$(BIN)/drivesim run
 
 test: setup system-deps lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadscope --durations 25
 
 lint: setup
 	$(BIN)/ruff check $(CHECKED)

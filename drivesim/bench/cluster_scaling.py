@@ -5,11 +5,11 @@ pinned to one core, and (b) on 1, 2, 4, ... Ray workers, worker i pinned to core
 (``DRIVESIM_PIN_WORKERS=1``), the driver in this process; each with the CPU devices of one core.
 So a worker has exactly the single process's core and programs, and N workers have N of them.
 
-The figure is the steady rate of each campaign (:func:`steady_rate`): the scenarios finished
-after every worker has finished its first batch, over the time they took, from the ledger's
-per-batch clock; so each worker's one-off start-up, tracing and program loading are left out,
-and scheduling, loading, writing and the driver are in. A persistent compilation cache in the
-work directory is warmed first (an untimed 2-batch campaign per mode).
+The figure is the steady rate of each campaign (:func:`steady_rate`): scenarios finished while
+every worker was past its first batch and none had run out of work, over that time, from the
+ledger's per-batch clock; so each worker's one-off start-up, tracing and program loading and
+the drained tail are left out, and scheduling, loading, writing and the driver are in. The
+persistent compilation cache is warmed first (an untimed 2-batch campaign per mode).
 efficiency(N) = rate(N workers) / (N * rate(single process)).
 """
 
@@ -80,10 +80,11 @@ FROM batches b JOIN phases p ON p.batch_id = b.batch_id WHERE b.status = 'done'
 
 
 def steady_rate(directory: Path) -> float:
-    """Scenarios/s of a finished campaign once every worker has finished its first batch:
-    scenarios of the batches that ended after that moment t0 / (last end - t0), from the
-    ledger's per-batch wall clock (workers of one machine share the clock). Start-up, tracing
-    and program loading of every worker fall before t0."""
+    """Scenarios/s of a finished campaign while every worker was running steadily: from t0,
+    when the last worker finished its first batch, to t1, when the first worker finished its
+    last batch: scenarios of the batches that ended in (t0, t1] / (t1 - t0), from the ledger's
+    per-batch wall clock (the workers of one machine share it). Start-up, tracing and program
+    loading fall before t0; the drained tail, where some workers are idle, after t1."""
     import sqlite3
 
     from drivesim.pipeline.ledger import LEDGER_NAME
@@ -93,17 +94,18 @@ def steady_rate(directory: Path) -> float:
         rows = con.execute(_STEADY_SQL).fetchall()
     finally:
         con.close()
-    first: dict = {}
+    ends: dict = {}
     for worker, _, end in rows:
-        first[worker] = min(end, first.get(worker, end))
-    t0 = max(first.values(), default=0.0)
-    after = [(n, end) for _, n, end in rows if end > t0]
-    if not after:
+        ends.setdefault(worker, []).append(end)
+    t0 = max((min(e) for e in ends.values()), default=0.0)
+    t1 = min((max(e) for e in ends.values()), default=0.0)
+    inside = sum(n for _, n, end in rows if t0 < end <= t1)
+    if not inside:
         raise RuntimeError(
-            f"campaign {directory}: no batch ended after every worker's first one; "
+            f"campaign {directory}: no batch ended while every worker was past its first one; "
             "give more scenarios (several batches per worker)"
         )
-    return sum(n for n, _ in after) / (max(end for _, end in after) - t0)
+    return inside / (t1 - t0)
 
 
 def steady_rates(config: CampaignConfig, work: Path, name: str, repeats: int) -> list[float]:

@@ -11,16 +11,18 @@ from drivesim.pipeline.ledger import Ledger, PlannedBatch
 from drivesim.report import write_dashboard
 
 
-def test_steady_rate_starts_when_every_worker_has_finished_a_batch(tmp_path):
-    # worker a ends batches at 10, 11, 12; worker b at 10.5 (its first: t0 = 10.5), 12.5
+def test_steady_rate_spans_the_time_every_worker_was_busy(tmp_path):
+    # worker a ends batches at 10, 11, 12, 13 (its last: t1 = 13); worker b at 10.5 (its first:
+    # t0 = 10.5), 12.5, 13.5
     ends = {0: ("a", 10.0), 1: ("b", 10.5), 2: ("a", 11.0), 3: ("a", 12.0), 4: ("b", 12.5)}
+    ends |= {5: ("a", 13.0), 6: ("b", 13.5)}
     with Ledger(tmp_path) as ledger:
-        ledger.record_plan(0, 0, 40, [PlannedBatch(b, tuple(range(8 * b, 8 * b + 8)), 0) for b in ends])
+        ledger.record_plan(0, 0, 56, [PlannedBatch(b, tuple(range(8 * b, 8 * b + 8)), 0) for b in ends])
         for batch_id, (worker, end) in ends.items():
             phases = dict(num_scenarios=8, wall_start=end - 0.5, wall_end=end)
             ledger.mark_done(batch_id, f"part-{batch_id}.parquet", phases, [], worker=worker)
-    # batches ending after 10.5: 11, 12, 12.5 -> 24 scenarios over 2 s
-    assert steady_rate(tmp_path) == pytest.approx(24 / 2.0)
+    # batches ending in (10.5, 13]: 11, 12, 12.5, 13 -> 32 scenarios over 2.5 s
+    assert steady_rate(tmp_path) == pytest.approx(32 / 2.5)
 
 
 def test_steady_rate_needs_a_batch_after_every_first_one(tmp_path):
@@ -30,7 +32,7 @@ def test_steady_rate_needs_a_batch_after_every_first_one(tmp_path):
         )
         ledger.mark_done(0, "p0", dict(num_scenarios=8, wall_end=1.0), [], worker="a")
         ledger.mark_done(1, "p1", dict(num_scenarios=8, wall_end=2.0), [], worker="b")
-    with pytest.raises(RuntimeError, match="several batches per worker"):
+    with pytest.raises(RuntimeError, match="several batches per worker"):  # t1 = 1 < t0 = 2
         steady_rate(tmp_path)
 
 
