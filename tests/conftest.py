@@ -1,16 +1,25 @@
 """Test setup: 8 forced CPU devices, set before JAX starts."""
 
 import os
+import tempfile
 
 # 8 forced CPU devices; no FMA contraction so 1 device and N devices agree bit for bit
 # (drivesim/parallel/determinism.py explains why)
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_cpu_max_isa=AVX")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# no persistent compilation cache in the test process or the commands it starts: the CLI turns
-# it on by default (drivesim.parallel.compile_cache), and a test that wants it sets its own
+# One persistent compilation cache for the whole run, made by the first process that loads this
+# file and inherited by the xdist workers and every process a test starts (CLI, README snippets,
+# Ray workers): a program compiled once is loaded by every later module (JAX's own
+# JAX_COMPILATION_CACHE_DIR; it wins over DRIVESIM_JAX_CACHE, drivesim.parallel.compile_cache).
+# The user's own cache (~/.cache/drivesim) is never touched. Removed at the end of the run.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="drivesim-tests-jax-cache-")
+    os.environ["DRIVESIM_TESTS_CACHE_OWNER"] = str(os.getpid())
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 os.environ.setdefault("DRIVESIM_JAX_CACHE", "off")
 
 import pathlib  # noqa: E402
+import shutil  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -44,3 +53,10 @@ def _fresh_programs_per_module():
     from drivesim.parallel import code_memory
 
     code_memory.drop_compiled_programs()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The process that made the run's compilation cache removes it (xdist: the controller,
+    after its workers)."""
+    if os.environ.get("DRIVESIM_TESTS_CACHE_OWNER") == str(os.getpid()):
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)

@@ -18,14 +18,18 @@ from drivesim.pipeline.campaign import run_campaign  # noqa: E402
 
 @pytest.fixture(scope="module")
 def compile_cache(tmp_path_factory):
-    """A persistent compilation cache shared by this process and the Ray workers (through
-    DRIVESIM_JAX_CACHE), so workers load the reference run's programs instead of compiling
-    them again on this 2-core machine; turned off again afterwards."""
+    """The persistent compilation cache this process and the Ray workers share, so workers load
+    the reference run's programs instead of compiling them again on this 2-core machine: the
+    test run's (tests/conftest.py; JAX_COMPILATION_CACHE_DIR travels to the workers), else one
+    made here through DRIVESIM_JAX_CACHE and turned off again afterwards."""
     import jax
     from jax.experimental.compilation_cache import compilation_cache as cc
 
     from drivesim.parallel import compile_cache as drivesim_cache
 
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        yield Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
+        return
     path = tmp_path_factory.mktemp("jax-cache")
     before = os.environ.get("DRIVESIM_JAX_CACHE")
     os.environ["DRIVESIM_JAX_CACHE"] = str(path)
