@@ -116,10 +116,18 @@ def register(app: typer.Typer) -> None:
         from drivesim.scenarios.store import ScenarioStore
 
         ScenarioStore(store)  # checks the schema version
+        source = f"read_parquet('{str(store).replace(chr(39), chr(39) * 2)}')"
         rows = duckdb.sql(  # type: ignore[union-attr]  # a SELECT always returns a relation
             "SELECT family, count(*) AS scenarios, min(num_agents) AS min_agents, "
             "max(num_agents) AS max_agents, round(avg(num_agents), 1) AS mean_agents "
-            f"FROM read_parquet('{str(store).replace(chr(39), chr(39) * 2)}') GROUP BY family ORDER BY family"
+            f"FROM {source} GROUP BY family ORDER BY family"
+        ).fetchall()
+        classes = duckdb.sql(  # type: ignore[union-attr]
+            "SELECT family, class_agents, class_lanes, class_points, class_log, count(*) "
+            f"FROM {source} GROUP BY ALL ORDER BY ALL"
         ).fetchall()
         for family, n, lo, hi, mean in rows:
             typer.echo(f"{family}: {n} scenarios, agents {lo}..{hi} (mean {mean})")
+            for _, agents, lanes, points, log, count in (c for c in classes if c[0] == family):
+                dims = f"{lanes} lanes, {points} points" + (f", log {log} steps" if log is not None else "")
+                typer.echo(f"  size class {agents} agents ({dims}): {count} scenarios")

@@ -65,7 +65,10 @@ def write_dashboard(
     if not campaign_dir.is_dir():
         raise FileNotFoundError(f"campaign directory {campaign_dir} does not exist")
     out = Path(out_path) if out_path is not None else campaign_dir / "dashboard.html"
-    page = render_dashboard(load_campaign(campaign_dir), options or DashboardOptions())
+    data = load_campaign(campaign_dir)
+    base = Path(os.path.relpath(campaign_dir.resolve(), out.resolve().parent)).as_posix()
+    data.link_base = "" if base == "." else base + "/"  # links into the campaign from where the page is
+    page = render_dashboard(data, options or DashboardOptions())
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".dashboard-", suffix=".tmp", dir=out.parent)
     try:

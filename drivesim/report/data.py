@@ -32,6 +32,8 @@ class CampaignData:
     share the ``load`` phase in the bottleneck verdict.
     outcomes: aggregates over the ``results`` view, or None without result shards.
     warnings: human-readable problems met while loading (file names included, unescaped).
+    link_base: the path from the page being written to ``root`` ("" when the page is in it),
+    put before links to files of the campaign (viewer pages).
     """
 
     root: Path
@@ -44,6 +46,7 @@ class CampaignData:
     outcomes: Outcomes | None = None
     loader_threads: int = 1
     warnings: list[str] = field(default_factory=list)
+    link_base: str = ""
 
     @property
     def is_empty(self) -> bool:

@@ -67,7 +67,7 @@ def worst_section(data) -> Section:
     for r in worst:
         page = Path(VIEWERS_DIR) / viewer_name(r["scenario_id"], r["policy_id"])
         if (data.root / page).is_file():
-            view = f'<a href="{esc(page.as_posix())}">view</a>'
+            view = f'<a href="{esc(data.link_base + page.as_posix())}">view</a>'
         else:
             cmd = f"drivesim show {data.root} --scenario {r['scenario_id']} --policy {r['policy_id']}"
             view = f"<code>{esc(cmd)}</code>"

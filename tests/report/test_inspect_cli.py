@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sqlite3
 
 import pyarrow.parquet as pq
@@ -129,3 +130,6 @@ def test_dashboard_opens_on_worst_scenarios_with_viewers(sweep_campaign, tmp_pat
     assert f'href="viewers/scenario-{first["scenario_id"]}-p{first["policy_id"]}.html"' in html
     assert '<section id="compare">' in html and '<section id="sessions">' in html
     assert write_worst_viewers(sweep_campaign, limit=3) == []  # already written
+    elsewhere = write_dashboard(sweep_campaign, tmp_path / "shared" / "report.html")  # report --out
+    href = re.search(r'<a href="([^"]+)">view</a>', elsewhere.read_text(encoding="utf-8")).group(1)
+    assert href.endswith(".html") and (elsewhere.parent / href).resolve().is_file()

@@ -102,6 +102,12 @@ def test_cli_generate_import_info(tmp_path, commonroad_dir):
     assert len(StoreSource(cr)) == 4
     res = runner.invoke(app, ["scenarios", "info", str(cr)])
     assert res.exit_code == 0 and "commonroad: 4 scenarios" in res.output
+    classes = [line for line in res.output.splitlines() if line.startswith("  size class ")]
+    assert classes and sum(int(line.rsplit(": ", 1)[1].split()[0]) for line in classes) == 4
+    assert all("log " in line for line in classes)  # imported logs are replayed
+    res = runner.invoke(app, ["scenarios", "info", str(out)])
+    assert res.exit_code == 0 and "intersection: " in res.output and "merge: " in res.output
+    assert "  size class " in res.output
 
 
 def test_cli_help_text():
