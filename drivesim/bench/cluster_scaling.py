@@ -84,7 +84,10 @@ def steady_rate(directory: Path) -> float:
     when the last worker finished its first batch, to t1, when the first worker finished its
     last batch: scenarios of the batches that ended in (t0, t1] / (t1 - t0), from the ledger's
     per-batch wall clock (the workers of one machine share it). Start-up, tracing and program
-    loading fall before t0; the drained tail, where some workers are idle, after t1."""
+    loading fall before t0; the drained tail, where some workers are idle, after t1.
+
+    When no batch ends in that span (one worker's start-up outlasted the others' work), the sum
+    of each worker's own rate after its first batch (ValueError where a worker did only one)."""
     import sqlite3
 
     from drivesim.pipeline.ledger import LEDGER_NAME
@@ -95,17 +98,27 @@ def steady_rate(directory: Path) -> float:
     finally:
         con.close()
     ends: dict = {}
-    for worker, _, end in rows:
-        ends.setdefault(worker, []).append(end)
-    t0 = max((min(e) for e in ends.values()), default=0.0)
-    t1 = min((max(e) for e in ends.values()), default=0.0)
+    for worker, n, end in rows:
+        ends.setdefault(worker, []).append((end, n))
+    t0 = max((min(e)[0] for e in ends.values()), default=0.0)
+    t1 = min((max(e)[0] for e in ends.values()), default=0.0)
     inside = sum(n for _, n, end in rows if t0 < end <= t1)
-    if not inside:
-        raise RuntimeError(
-            f"campaign {directory}: no batch ended while every worker was past its first one; "
+    if inside:
+        return inside / (t1 - t0)
+    rates = [_own_rate(sorted(e)) for e in ends.values()]
+    if not rates or None in rates:
+        raise ValueError(
+            f"campaign {directory}: a worker finished only one batch; "
             "give more scenarios (several batches per worker)"
         )
-    return inside / (t1 - t0)
+    return float(sum(r for r in rates if r is not None))
+
+
+def _own_rate(ends: list[tuple[float, int]]) -> float | None:
+    """One worker's scenarios/s after its first batch, from its sorted (end, scenarios) pairs."""
+    if len(ends) < 2 or ends[-1][0] <= ends[0][0]:
+        return None
+    return sum(n for _, n in ends[1:]) / (ends[-1][0] - ends[0][0])
 
 
 def steady_rates(config: CampaignConfig, work: Path, name: str, repeats: int) -> list[float]:

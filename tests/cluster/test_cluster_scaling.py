@@ -25,14 +25,25 @@ def test_steady_rate_spans_the_time_every_worker_was_busy(tmp_path):
     assert steady_rate(tmp_path) == pytest.approx(32 / 2.5)
 
 
-def test_steady_rate_needs_a_batch_after_every_first_one(tmp_path):
+def test_steady_rate_of_workers_that_never_overlapped(tmp_path):
+    # b's first batch (its start-up) ends at 20, after a's last at 13: no common span, so the
+    # sum of each worker's own rate after its first batch: a 16 / 3 s, b 8 / 1 s
+    ends = {0: ("a", 10.0), 1: ("a", 11.0), 2: ("a", 13.0), 3: ("b", 20.0), 4: ("b", 21.0)}
+    with Ledger(tmp_path) as ledger:
+        ledger.record_plan(0, 0, 40, [PlannedBatch(b, tuple(range(8 * b, 8 * b + 8)), 0) for b in ends])
+        for batch_id, (worker, end) in ends.items():
+            ledger.mark_done(batch_id, f"p{batch_id}", dict(num_scenarios=8, wall_end=end), [], worker=worker)
+    assert steady_rate(tmp_path) == pytest.approx(16 / 3 + 8 / 1)
+
+
+def test_steady_rate_needs_two_batches_per_worker(tmp_path):
     with Ledger(tmp_path) as ledger:
         ledger.record_plan(
             0, 0, 16, [PlannedBatch(0, tuple(range(8)), 0), PlannedBatch(1, tuple(range(8, 16)), 0)]
         )
         ledger.mark_done(0, "p0", dict(num_scenarios=8, wall_end=1.0), [], worker="a")
         ledger.mark_done(1, "p1", dict(num_scenarios=8, wall_end=2.0), [], worker="b")
-    with pytest.raises(RuntimeError, match="several batches per worker"):  # t1 = 1 < t0 = 2
+    with pytest.raises(ValueError, match="several batches per worker"):
         steady_rate(tmp_path)
 
 
