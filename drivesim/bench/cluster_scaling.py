@@ -21,16 +21,31 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from drivesim.bench.records import BenchRecord
-from drivesim.bench.scaling import device_counts
+from drivesim.bench.scaling import add_speedups, device_counts
 from drivesim.bench.stats import summarize
 from drivesim.pipeline.config import CampaignConfig
 
 PIN_ENV = "DRIVESIM_PIN_WORKERS"
+
+
+@contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    """``os.environ[name] = value`` inside the block, the earlier value (or none) after it."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +64,9 @@ class ClusterScaleConfig:
     source: str = "synthetic:highway"
 
     def __post_init__(self):
+        from drivesim.pipeline.cluster import parse_cluster
+
+        parse_cluster(self.cluster)  # ConfigError (a ValueError) naming a bad value
         if self.scenarios < 4 * self.batch_size:
             raise ValueError(
                 f"scenarios: {self.scenarios} is under 4 batches of {self.batch_size} "
@@ -88,11 +106,9 @@ def steady_rate(directory: Path) -> float:
 
     When no batch ends in that span (one worker's start-up outlasted the others' work), the sum
     of each worker's own rate after its first batch (ValueError where a worker did only one)."""
-    import sqlite3
+    from drivesim.pipeline.ledger import read_only
 
-    from drivesim.pipeline.ledger import LEDGER_NAME
-
-    con = sqlite3.connect(f"{(directory / LEDGER_NAME).resolve().as_uri()}?mode=ro", uri=True)
+    con = read_only(directory)
     try:
         rows = con.execute(_STEADY_SQL).fetchall()
     finally:
@@ -105,20 +121,13 @@ def steady_rate(directory: Path) -> float:
     inside = sum(n for _, n, end in rows if t0 < end <= t1)
     if inside:
         return inside / (t1 - t0)
-    rates = [_own_rate(sorted(e)) for e in ends.values()]
-    if not rates or None in rates:
+    per_worker = [sorted(e) for e in ends.values()]  # (end, scenarios) pairs of each worker
+    if not per_worker or any(len(e) < 2 or e[-1][0] <= e[0][0] for e in per_worker):
         raise ValueError(
             f"campaign {directory}: a worker finished only one batch; "
             "give more scenarios (several batches per worker)"
         )
-    return float(sum(r for r in rates if r is not None))
-
-
-def _own_rate(ends: list[tuple[float, int]]) -> float | None:
-    """One worker's scenarios/s after its first batch, from its sorted (end, scenarios) pairs."""
-    if len(ends) < 2 or ends[-1][0] <= ends[0][0]:
-        return None
-    return sum(n for _, n in ends[1:]) / (ends[-1][0] - ends[0][0])
+    return sum(sum(n for _, n in e[1:]) / (e[-1][0] - e[0][0]) for e in per_worker)
 
 
 def steady_rates(config: CampaignConfig, work: Path, name: str, repeats: int) -> list[float]:
@@ -151,16 +160,9 @@ def single_process(config: ClusterScaleConfig, work: Path, timeout_s: float = 36
 
 def ray_point(config: ClusterScaleConfig, workers: int, work: Path) -> list[float]:
     """Steady rates of the campaign on ``workers`` pinned Ray workers."""
-    before = os.environ.get(PIN_ENV)
-    os.environ[PIN_ENV] = "1"  # passed to the workers' runtime environment
-    try:
+    with _environ(PIN_ENV, "1"):  # passed to the workers' runtime environment
         campaign = replace(config.campaign(work), cluster=config.cluster, workers=workers)
         return steady_rates(campaign, work, f"ray-{workers}", config.repeats)
-    finally:
-        if before is None:
-            os.environ.pop(PIN_ENV, None)
-        else:
-            os.environ[PIN_ENV] = before
 
 
 def _record(config: ClusterScaleConfig, backend: str, workers: int, rates: list[float]) -> BenchRecord:
@@ -215,17 +217,14 @@ def run_cluster_scaling(
     log = log or (lambda msg: print(msg, file=sys.stderr))
     with tempfile.TemporaryDirectory(prefix="drivesim-cluster-scale-") as tmp:
         work = Path(tmp)
-        cache_before = os.environ.get(compile_cache.ENV)
         cache = compile_cache.cache_dir() or work / "jax-cache"
-        os.environ[compile_cache.ENV] = str(cache)  # the single process and the workers share it
-        try:
+        with _environ(compile_cache.ENV, str(cache)):  # the single process and the workers share it
             log(f"single process pinned to one core: {config.workload} ...")
-            single = _record(config, "single", 1, single_process(config, work))
-            log(f"  {single.rate():,.1f} scenarios/s (steady)")
+            records = [_record(config, "single", 1, single_process(config, work))]
+            log(f"  {records[0].rate():,.1f} scenarios/s (steady)")
             ray, started = _connect(config)
             try:
                 available = min(len(cpu_cores()), int(ray.cluster_resources().get("CPU", 1)))
-                records = [single]
                 for n in device_counts(available, config.max_workers):
                     log(f"{n} pinned Ray worker(s) ...")
                     records.append(_record(config, "ray", n, ray_point(config, n, work)))
@@ -233,15 +232,7 @@ def run_cluster_scaling(
             finally:
                 if started:
                     ray.shutdown()
-        finally:
-            if cache_before is None:
-                os.environ.pop(compile_cache.ENV, None)
-            else:
-                os.environ[compile_cache.ENV] = cache_before
-    base = single.rate()
-    for r in records:
-        r.speedup = r.rate() / base
-        r.efficiency = r.speedup / r.device_count
+    add_speedups(records)  # against the single process, the first record with one device
     return records
 
 

@@ -210,9 +210,7 @@ def scale(
 
     if cluster is not None:
         from drivesim.bench.cluster_scaling import ClusterScaleConfig
-        from drivesim.pipeline.cluster import parse_cluster
 
-        parse_cluster(cluster)  # a bad value fails here, in one line
         try:
             cluster_config = ClusterScaleConfig(
                 cluster=cluster,

@@ -74,6 +74,13 @@ class PlannedBatch:
     size_class: int
 
 
+def read_only(directory) -> sqlite3.Connection:
+    """A read-only connection to ``directory``'s ledger (waits up to 30 s on a writer's lock);
+    the caller closes it."""
+    path = pathlib.Path(directory) / LEDGER_NAME
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+
+
 class Ledger:
     """One connection to ``DIR/ledger.sqlite`` (WAL mode, 30 s busy timeout)."""
 

@@ -8,9 +8,8 @@ end (wall clock, so a worker that joined late or died early is measured over its
 from __future__ import annotations
 
 import pathlib
-import sqlite3
 
-from drivesim.pipeline.ledger import LEDGER_NAME
+from drivesim.pipeline.ledger import LEDGER_NAME, read_only
 
 _SQL = """
 SELECT b.worker, COUNT(*), SUM(p.num_scenarios), MIN(p.wall_start), MAX(p.wall_end),
@@ -27,7 +26,7 @@ def worker_throughput(directory) -> list[dict]:
     path = pathlib.Path(directory) / LEDGER_NAME
     if not path.is_file():
         return []
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    con = read_only(directory)
     try:
         if "worker" not in {row[1] for row in con.execute("PRAGMA table_info(batches)")}:
             return []

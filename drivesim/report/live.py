@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console, Group
@@ -49,7 +49,7 @@ class LiveState:
     host_rss_bytes: int | None = None
     batches: int = 0
     last_error: str | None = None
-    workers: dict[str, int] | None = None  # scenarios per Ray worker this run
+    workers: dict[str, int] = field(default_factory=dict)  # scenarios per Ray worker this run
 
 
 def field_of(event: object, *names: str, default: Any = None) -> Any:
@@ -112,10 +112,8 @@ class LiveView:
         s.last_error = field_of(event, "error", default=s.last_error)
         worker = field_of(event, "worker")
         if worker is not None and phases is not None:
-            s.workers = s.workers or {}
-            s.workers[str(worker)] = s.workers.get(str(worker), 0) + int(
-                field_of(event, "num_scenarios", default=0)
-            )
+            name = str(worker)
+            s.workers[name] = s.workers.get(name, 0) + int(field_of(event, "num_scenarios", default=0))
         self._recent.append((time.perf_counter(), s.done))
         s.rate_now = _rate(self._recent) if len(self._recent) > 1 else s.rate_mean
         self._progress.update(self._task, completed=s.done, total=s.total or None)
