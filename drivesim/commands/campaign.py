@@ -90,7 +90,8 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 help="Parameter grid of the catalogue sources given without one, e.g. "
-                '"gap=5:40:8,dv=-10:0:6" (NAME=START:STOP:COUNT or NAME=VALUE).'
+                '"gap=5:40:8,dv=-10:0:6" (NAME=START:STOP:COUNT or NAME=VALUE), or samples: '
+                '"gap=5:40,dv=-10:0&samples=500" (NAME=LO:HI drawn uniformly from --seed).'
             ),
         ] = None,
         count: Annotated[

@@ -260,6 +260,6 @@ def _check_catalogue(arg: str) -> None:
 register_source(
     "catalogue",
     _open_catalogue,
-    usage="catalogue:FAMILY[?NAME=START:STOP:COUNT,...]",
+    usage="catalogue:FAMILY[?NAME=START:STOP:COUNT,...] | catalogue:FAMILY?NAME=LO:HI,...&samples=N",
     check=_check_catalogue,
 )

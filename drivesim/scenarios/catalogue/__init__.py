@@ -7,7 +7,9 @@ Each family is a function of named parameters returning a ScenarioRecord: the eg
 collisions of replayed agents go through the same exact search as everything else.
 
 Run one as a source: ``catalogue:FAMILY?NAME=START:STOP:COUNT,NAME=VALUE`` (grid syntax in
-:mod:`drivesim.scenarios.catalogue.params`; unnamed parameters keep their defaults).
+:mod:`drivesim.scenarios.catalogue.params`; unnamed parameters keep their defaults), or
+sample it: ``catalogue:FAMILY?NAME=LO:HI,...&samples=N`` (N uniform points drawn from the
+campaign seed and the position, :mod:`drivesim.scenarios.catalogue.sampling`).
 
 Families, parameters ``name [unit] range (default)``:
 
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 from drivesim.scenarios.catalogue.families import FAMILIES, Family, family
 from drivesim.scenarios.catalogue.params import CatalogueError, Grid, Param, parse_grid
+from drivesim.scenarios.catalogue.sampling import Sampling, parse_points
 from drivesim.scenarios.catalogue.source import CatalogueSource, make_record, param_sql, point_name
 
 __all__ = [
@@ -56,9 +59,11 @@ __all__ = [
     "Family",
     "Grid",
     "Param",
+    "Sampling",
     "family",
     "make_record",
     "param_sql",
     "parse_grid",
+    "parse_points",
     "point_name",
 ]

@@ -5,6 +5,9 @@ both included) or ``NAME=VALUE`` for each named parameter, joined by commas; a p
 named keeps its default. The grid's points are enumerated in C order over the family's
 declared parameter order (the first declared parameter varies slowest), whatever order the
 spec names them in, so position ``p`` of a grid is always the same scenario.
+
+``NAME=LO:HI`` ranges with ``&samples=N`` sample a family instead of gridding it
+(:mod:`drivesim.scenarios.catalogue.sampling`).
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ class Grid:
         return {n: float(v[i]) for n, v, i in zip(self.names, self.values, index, strict=True)}
 
 
-def _number(family: str, name: str, text: str) -> float:
+def parse_number(family: str, name: str, text: str) -> float:
     try:
         return float(text)
     except ValueError:
@@ -77,13 +80,14 @@ def _number(family: str, name: str, text: str) -> float:
 def _axis(family: str, param: Param, text: str) -> np.ndarray:
     parts = text.split(":")
     if len(parts) == 1:
-        return np.array([param.check(family, _number(family, param.name, parts[0]))])
+        return np.array([param.check(family, parse_number(family, param.name, parts[0]))])
     if len(parts) != 3:
         raise CatalogueError(
             f"catalogue {family}: parameter {param.name}={text!r}: expected VALUE or START:STOP:COUNT"
+            " (a range LO:HI needs &samples=N)"
         )
-    start, stop = (param.check(family, _number(family, param.name, p)) for p in parts[:2])
-    count = _number(family, param.name, parts[2])
+    start, stop = (param.check(family, parse_number(family, param.name, p)) for p in parts[:2])
+    count = parse_number(family, param.name, parts[2])
     if not (count >= 1 and count == int(count)):
         raise CatalogueError(
             f"catalogue {family}: parameter {param.name}: COUNT {parts[2]!r} must be an integer >= 1"
@@ -93,10 +97,11 @@ def _axis(family: str, param: Param, text: str) -> np.ndarray:
     return np.linspace(start, stop, int(count))
 
 
-def parse_grid(family: str, params: tuple[Param, ...], text: str) -> Grid:
-    """The Grid of ``text`` (``NAME=START:STOP:COUNT,NAME=VALUE,...``; empty: the defaults)."""
-    known = {p.name: p for p in params}
-    given: dict[str, np.ndarray] = {}
+def parse_items(family: str, params: tuple[Param, ...], text: str) -> dict[str, str]:
+    """``{name: value text}`` of ``NAME=VALUE,...`` (CatalogueError for an unknown, empty or
+    repeated parameter)."""
+    known = {p.name for p in params}
+    given: dict[str, str] = {}
     for item in (t.strip() for t in text.split(",")):
         if not item:
             continue
@@ -109,7 +114,16 @@ def parse_grid(family: str, params: tuple[Param, ...], text: str) -> Grid:
             )
         if name in given:
             raise CatalogueError(f"catalogue {family}: parameter {name} given twice")
-        given[name] = _axis(family, known[name], value)
+        given[name] = value
+    return given
+
+
+def parse_grid(family: str, params: tuple[Param, ...], text: str) -> Grid:
+    """The Grid of ``text`` (``NAME=START:STOP:COUNT,NAME=VALUE,...``; empty: the defaults)."""
+    known = {p.name: p for p in params}
+    given = {
+        name: _axis(family, known[name], value) for name, value in parse_items(family, params, text).items()
+    }
     values = tuple(given.get(p.name, np.array([p.default])) for p in params)
     grid = Grid(family, tuple(known), values)
     if len(grid) > MAX_GRID:

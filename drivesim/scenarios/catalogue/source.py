@@ -1,7 +1,9 @@
-"""The ``catalogue:`` source kind: ``catalogue:FAMILY[?NAME=START:STOP:COUNT,NAME=VALUE,...]``.
+"""The ``catalogue:`` source kind: ``catalogue:FAMILY[?NAME=START:STOP:COUNT,NAME=VALUE,...]``,
+or ``catalogue:FAMILY?NAME=LO:HI,...&samples=N`` for N uniform samples (see
+:mod:`drivesim.scenarios.catalogue.sampling`).
 
 Position p of the source is grid point p (C order over the family's declared parameters, the
-first slowest), scenario id p; its record's ``name`` is the point in the same syntax
+first slowest) or sample p, scenario id p; its record's ``name`` is the point in the same syntax
 (``cut_in?gap=5,dv=-10,lateral=2,speed=20``), so ``drivesim query`` can group by a parameter
 with ``regexp_extract(name, '[?,]gap=([^,]+)', 1)::DOUBLE`` (see :func:`param_sql`).
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 
 from drivesim.core.validate import validate_scenario
 from drivesim.scenarios.catalogue.families import family
-from drivesim.scenarios.catalogue.params import CatalogueError, check_values, parse_grid
+from drivesim.scenarios.catalogue.params import CatalogueError, Grid, check_values
+from drivesim.scenarios.catalogue.sampling import Sampling, parse_points
 from drivesim.scenarios.record import ScenarioRecord
 from drivesim.scenarios.sources import ScenarioSource
 
@@ -54,13 +57,14 @@ def with_grid(specs: tuple[str, ...], grid: str) -> tuple[str, ...]:
 
 
 class CatalogueSource(ScenarioSource):
-    """The points of one family's parameter grid, in grid order; ``steps`` simulation steps
-    per scenario (the scripted logs cover steps + 1 entries)."""
+    """The points of one family's parameter grid in grid order, or its samples drawn from
+    ``seed``; ``steps`` simulation steps per scenario (the scripted logs cover steps + 1
+    entries). ``grid``: the Grid or the Sampling."""
 
-    def __init__(self, arg: str, steps: int = DEFAULT_STEPS):
+    def __init__(self, arg: str, steps: int = DEFAULT_STEPS, seed: int = 0):
         name, grid_text = split_arg(arg)
         self.family = family(name)
-        self.grid = parse_grid(self.family.name, self.family.params, grid_text)
+        self.grid: Grid | Sampling = parse_points(self.family.name, self.family.params, grid_text, seed)
         self.steps = int(steps)
         self.name = f"catalogue:{arg}"
 
@@ -74,21 +78,32 @@ class CatalogueSource(ScenarioSource):
         return record
 
     def describe(self) -> str:
+        if isinstance(self.grid, Sampling):
+            ranges = ", ".join(
+                f"{n} {a:g}..{b:g}"
+                for n, a, b in zip(self.grid.names, self.grid.lo, self.grid.hi, strict=True)
+                if a < b
+            )
+            return (
+                f"catalogue {self.family.name}: {len(self)} samples ({ranges}), seed {self.grid.seed}, "
+                f"{self.steps} steps"
+            )
         axes = ", ".join(f"{n} x{len(v)}" for n, v in zip(self.grid.names, self.grid.values, strict=True))
         return f"catalogue {self.family.name}: {len(self)} scenarios ({axes}), {self.steps} steps"
 
 
 def open_catalogue(arg: str, context) -> CatalogueSource:
-    """Registry opener: the campaign's episode steps come from its synthetic FamilyConfig."""
+    """Registry opener: the campaign's episode steps come from its synthetic FamilyConfig, the
+    samples' seed is the campaign's."""
     steps = context.family.steps if context.family is not None else DEFAULT_STEPS
-    return CatalogueSource(arg, steps)
+    return CatalogueSource(arg, steps, context.seed)
 
 
 def check_catalogue(arg: str) -> None:
-    """Registry check: the family and the grid parse (CatalogueError, a ValueError)."""
+    """Registry check: the family and the grid or samples parse (CatalogueError, a ValueError)."""
     name, grid_text = split_arg(arg)
     fam = family(name)
-    parse_grid(fam.name, fam.params, grid_text)
+    parse_points(fam.name, fam.params, grid_text)
 
 
 __all__ = ["CatalogueError", "CatalogueSource", "make_record", "param_sql", "point_name", "with_grid"]
