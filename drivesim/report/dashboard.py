@@ -25,6 +25,7 @@ import plotly.offline
 from drivesim.report import analysis, assets
 from drivesim.report.blocks import Html, Section, esc
 from drivesim.report.data import CampaignData, load_campaign
+from drivesim.report.figures_catalogue import catalogue_section
 from drivesim.report.figures_compare import comparison_section, sessions_section
 from drivesim.report.figures_outcomes import failures_section, outcomes_section
 from drivesim.report.figures_perf import devices_section, memory_section, phases_section, throughput_section
@@ -32,6 +33,7 @@ from drivesim.report.figures_scale import scaling_section
 from drivesim.report.figures_workers import workers_section
 from drivesim.report.worst import worst_section
 
+# each builds a Section from CampaignData; None leaves its section out of the page
 SECTIONS = (
     worst_section,
     throughput_section,
@@ -41,6 +43,7 @@ SECTIONS = (
     devices_section,
     workers_section,
     outcomes_section,
+    catalogue_section,
     comparison_section,
     failures_section,
     sessions_section,
@@ -85,7 +88,7 @@ def write_dashboard(
 def render_dashboard(data: CampaignData, options: DashboardOptions | None = None) -> str:
     """The complete HTML page for ``data``."""
     options = options or DashboardOptions()
-    sections = [build(data) for build in SECTIONS]
+    sections = [s for s in (build(data) for build in SECTIONS) if s is not None]
     title = options.title or f"drivesim: {data.root.resolve().name}"
     counter = iter(range(1_000_000))
     body = "\n".join(_section_html(s, counter) for s in sections)

@@ -61,7 +61,7 @@ def load_outcomes(shards: list[Path]) -> Outcomes:
         out.total, out.ok = counts
         out.failed = out.total - out.ok
         out.by_family = _group_rates(con, cols, "family") if "family" in cols else []
-        out.by_policy = _group_rates(con, cols, _policy_label(cols)) if "policy_id" in cols else []
+        out.by_policy = _group_rates(con, cols, policy_label(cols)) if "policy_id" in cols else []
         out.quantiles = _quantiles(con, cols)
         if "status" in cols:
             out.failed_rows, out.failed_reasons = _failures(con, cols)
@@ -76,7 +76,8 @@ def load_outcomes(shards: list[Path]) -> Outcomes:
         con.close()
 
 
-def _policy_label(cols: frozenset[str]) -> str:
+def policy_label(cols: frozenset[str]) -> str:
+    """SQL of a policy's label: ``NAME [ID]`` (``policy ID`` without a policy column)."""
     if "policy" in cols:
         return "coalesce(policy, 'policy ' || policy_id::VARCHAR) || ' [' || policy_id::VARCHAR || ']'"
     return "'policy ' || policy_id::VARCHAR"
@@ -138,7 +139,7 @@ def _quantiles(con: duckdb.DuckDBPyConnection, cols: frozenset[str]) -> dict[tup
     if "family" in cols:
         dims.append(("family", "family"))
     if "policy_id" in cols:
-        dims.append(("policy", _policy_label(cols)))
+        dims.append(("policy", policy_label(cols)))
     for metric in DISTRIBUTION_METRICS:
         if metric not in cols:
             continue

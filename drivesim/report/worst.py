@@ -46,11 +46,21 @@ def write_worst_viewers(directory, limit: int = WORST_LIMIT) -> list[Path]:
     return write_viewers(directory, missing) if missing else []
 
 
+def viewer_link(data, scenario_id: int, policy_id: int) -> Html:
+    """Markup linking a scenario's viewer page from the dashboard (``data.link_base``), or the
+    ``drivesim show`` command that writes it when the campaign has none yet."""
+    from drivesim.report.replay import VIEWERS_DIR, viewer_name
+
+    page = Path(VIEWERS_DIR) / viewer_name(scenario_id, policy_id)
+    if (data.root / page).is_file():
+        return Html(f'<a href="{esc(data.link_base + page.as_posix())}">view</a>')
+    cmd = f"drivesim show {data.root} --scenario {scenario_id} --policy {policy_id}"
+    return Html(f"<code>{esc(cmd)}</code>")
+
+
 def worst_section(data) -> Section:
     """Dashboard section: the worst scenarios, each linked to its viewer (or the command
     that writes it)."""
-    from drivesim.report.replay import VIEWERS_DIR, viewer_name
-
     section = Section(
         "Worst scenarios",
         "worst",
@@ -65,12 +75,7 @@ def worst_section(data) -> Section:
         return section
     rows = []
     for r in worst:
-        page = Path(VIEWERS_DIR) / viewer_name(r["scenario_id"], r["policy_id"])
-        if (data.root / page).is_file():
-            view = f'<a href="{esc(data.link_base + page.as_posix())}">view</a>'
-        else:
-            cmd = f"drivesim show {data.root} --scenario {r['scenario_id']} --policy {r['policy_id']}"
-            view = f"<code>{esc(cmd)}</code>"
+        view = viewer_link(data, r["scenario_id"], r["policy_id"])
         outcome = (
             f"collision at step {r['collision_step']}"
             if r["ego_collided"]
