@@ -58,8 +58,8 @@ class Axis:
 class FamilyMap:
     """One family's catalogue results.
 
-    params: the parameter names (declared order); axes: (x, y), or (x,) with one swept
-    parameter; pooled: the other swept parameters; policies: labels (P,).
+    rows: the family's ok results; params: its parameter names (declared order); axes: (x, y),
+    or (x,) with one swept parameter; pooled: the other swept parameters; policies: labels (P,).
     count: (P, Ly, Lx) ok results per cell (Ly = 1 for one axis); collision_rate: (P, Ly, Lx)
     mean of ego_collided; median_ttc: (P, Ly, Lx) median of the finite min_ttc_s (NaN: none).
     boundary: up to MAX_BOUNDARY collided points with a neighbour along a swept parameter that
@@ -88,7 +88,7 @@ def load_catalogue(directory: str | Path) -> list[FamilyMap]:
     con = results.connect(directory)
     try:
         cols = frozenset(r[0] for r in con.execute("DESCRIBE results").fetchall())
-        if not {"source", "family", "name", "status", "policy_id", "ego_collided"} <= cols:
+        if not {"scenario_id", "source", "family", "name", "status", "policy_id", "ego_collided"} <= cols:
             return []
         families = con.execute(
             "SELECT family, count(*) FROM results WHERE source = 'catalogue' AND status = 'ok' "
@@ -100,7 +100,9 @@ def load_catalogue(directory: str | Path) -> list[FamilyMap]:
         con.close()
 
 
-def _family_map(con: duckdb.DuckDBPyConnection, cols: frozenset[str], family: str, rows: int):
+def _family_map(
+    con: duckdb.DuckDBPyConnection, cols: frozenset[str], family: str, rows: int
+) -> FamilyMap | None:
     params = _params(con, family)
     if not params:
         return None
