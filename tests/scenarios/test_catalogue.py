@@ -119,6 +119,9 @@ def test_grid_order_size_and_names():
         ("catalogue:cut_in?gap=5:40", ["cut_in", "gap", "START:STOP:COUNT"]),
         ("catalogue:lead_brake?decel=fast", ["lead_brake", "decel", "not a number"]),
         ("catalogue:cutin", ["unknown family 'cutin'", "cut_in"]),
+        ("catalogue:cut_in?dv=-25,speed=20", ["cut_in", "dv=-25", "-speed (-20)"]),
+        ("catalogue:cut_in?dv=-12:0:3,speed=10:20:3", ["cut_in", "dv=-12", "-speed (-10)"]),
+        ("catalogue:cut_in?dv=-12:0,speed=10:20&samples=5", ["cut_in", "dv=-12", "reverse"]),
     ],
 )
 def test_bad_parameters_fail_with_one_line(spec, words):
@@ -131,3 +134,4 @@ def test_bad_parameters_fail_with_one_line(spec, words):
 def test_cross_parameter_error_names_family_and_parameter():
     with pytest.raises(CatalogueError, match=r"catalogue cut_in: parameter dv=-25 .*-speed"):
         make_record("cut_in", dict(dv=-25.0, speed=20.0))
+    check_spec("catalogue:cut_in?dv=-20:0:3,speed=20:30:2")  # the lowest corner reaches 0 exactly

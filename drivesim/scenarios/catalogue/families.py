@@ -29,12 +29,15 @@ PED_MIN_ARRIVAL_S = 0.5  # [s] earliest time the ego reaches the crossing point
 
 @dataclass(frozen=True)
 class Family:
-    """A logical scenario: ``params`` in declared (grid) order and ``make(values, steps)``."""
+    """A logical scenario: ``params`` in declared (grid) order and ``make(values, steps)``.
+    ``check_box(lo, hi)``: raises CatalogueError when some point of the box of parameter
+    values [lo, hi] breaks a constraint between parameters (None: there is none)."""
 
     name: str
     params: tuple[Param, ...]
     make: Callable[[dict[str, float], int], tuple[float, list[Actor], int]]
     doc: str
+    check_box: Callable[[dict[str, float], dict[str, float]], None] | None = None
 
     def scenario(self, values: dict[str, float], steps: int, scenario_id: int) -> Scenario:
         """The Scenario of checked ``values`` over ``steps`` simulation steps."""
@@ -50,12 +53,18 @@ def _lead_brake(v: dict[str, float], steps: int):
     return v["speed"], [Actor(**build.straight(t, x, speed, lane=0))], 2
 
 
+def _cut_in_box(lo: dict[str, float], hi: dict[str, float]) -> None:
+    """speed + dv >= 0 over the whole box: its lowest corner decides."""
+    if lo["speed"] + lo["dv"] < 0:
+        raise CatalogueError(
+            f"catalogue cut_in: parameter dv={lo['dv']:g} is below -speed ({-lo['speed']:g}): "
+            "the adversary would reverse"
+        )
+
+
 def _cut_in(v: dict[str, float], steps: int):
     speed, dv = v["speed"], v["dv"]
-    if speed + dv < 0:
-        raise CatalogueError(
-            f"catalogue cut_in: parameter dv={dv:g} is below -speed ({-speed:g}): the adversary would reverse"
-        )
+    _cut_in_box(v, v)
     t = build.times(steps)
     done = CUT_IN_START_S + v["lateral"]
     # adversary rear = ego front + gap at `done` (both at constant speed)
@@ -125,6 +134,7 @@ FAMILIES: dict[str, Family] = {
             ),
             _cut_in,
             "vehicle in the left lane moves into the ego lane ahead",
+            _cut_in_box,
         ),
         Family(
             "cut_out",

@@ -64,6 +64,13 @@ class Grid:
     def __len__(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    def box(self) -> tuple[dict[str, float], dict[str, float]]:
+        """({name: lowest value}, {name: highest value}) over the grid."""
+        return (
+            {n: float(v.min()) for n, v in zip(self.names, self.values, strict=True)},
+            {n: float(v.max()) for n, v in zip(self.names, self.values, strict=True)},
+        )
+
     def point(self, position: int) -> dict[str, float]:
         """The parameters {name: value} of grid position ``position`` in [0, len)."""
         index = np.unravel_index(position, self.shape)

@@ -53,6 +53,10 @@ class Sampling:
     def __len__(self) -> int:
         return self.count
 
+    def box(self) -> tuple[dict[str, float], dict[str, float]]:
+        """({name: lo}, {name: hi}): the box every drawn point lies in."""
+        return dict(zip(self.names, self.lo, strict=True)), dict(zip(self.names, self.hi, strict=True))
+
     def point(self, position: int) -> dict[str, float]:
         """The parameters {name: value} of position ``position`` in [0, count)."""
         key = [TAG, zlib.crc32(self.family.encode()), int(self.seed) % 2**63, int(position)]

@@ -11,7 +11,7 @@ with ``regexp_extract(name, '[?,]gap=([^,]+)', 1)::DOUBLE`` (see :func:`param_sq
 from __future__ import annotations
 
 from drivesim.core.validate import validate_scenario
-from drivesim.scenarios.catalogue.families import family
+from drivesim.scenarios.catalogue.families import Family, family
 from drivesim.scenarios.catalogue.params import CatalogueError, Grid, check_values
 from drivesim.scenarios.catalogue.sampling import Sampling, parse_points
 from drivesim.scenarios.record import ScenarioRecord
@@ -64,7 +64,7 @@ class CatalogueSource(ScenarioSource):
     def __init__(self, arg: str, steps: int = DEFAULT_STEPS, seed: int = 0):
         name, grid_text = split_arg(arg)
         self.family = family(name)
-        self.grid: Grid | Sampling = parse_points(self.family.name, self.family.params, grid_text, seed)
+        self.grid: Grid | Sampling = checked_points(self.family, grid_text, seed)
         self.steps = int(steps)
         self.name = f"catalogue:{arg}"
 
@@ -102,8 +102,16 @@ def open_catalogue(arg: str, context) -> CatalogueSource:
 def check_catalogue(arg: str) -> None:
     """Registry check: the family and the grid or samples parse (CatalogueError, a ValueError)."""
     name, grid_text = split_arg(arg)
-    fam = family(name)
-    parse_points(fam.name, fam.params, grid_text)
+    checked_points(family(name), grid_text)
+
+
+def checked_points(fam: Family, text: str, seed: int = 0) -> Grid | Sampling:
+    """The grid or samples of ``text``, every point within the family's constraints between
+    parameters (CatalogueError otherwise)."""
+    points = parse_points(fam.name, fam.params, text, seed)
+    if fam.check_box is not None:
+        fam.check_box(*points.box())
+    return points
 
 
 __all__ = ["CatalogueError", "CatalogueSource", "make_record", "param_sql", "point_name", "with_grid"]
