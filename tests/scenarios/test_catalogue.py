@@ -18,6 +18,8 @@ from drivesim.scenarios.registry import SourceContext, SourceSpecError, check_sp
 from drivesim.scenarios.synthetic import FamilyConfig
 
 STEPS = 80
+# red_light_runner at its defaults (both at 13.89 m/s): the boxes meet iff |tta| < BAND
+RUNNER_BAND = 2 * (0.5 * 4.5 + 0.5 * 1.8) / 13.89
 CASES = {
     "brake_short": ("lead_brake", dict(gap=5.0, decel=9.0)),
     "brake_generous": ("lead_brake", dict(gap=40.0, decel=9.0)),
@@ -25,6 +27,11 @@ CASES = {
     "ped_tta5": ("crossing_pedestrian", dict(tta=5.0)),
     "cut_in": ("cut_in", dict(gap=10.0, dv=-5.0)),
     "cut_out": ("cut_out", dict(gap=30.0)),
+    "runner_tta0": ("red_light_runner", dict(tta=0.0)),
+    "runner_inside": ("red_light_runner", dict(tta=RUNNER_BAND - 0.15)),
+    "runner_outside": ("red_light_runner", dict(tta=RUNNER_BAND + 0.15)),
+    "runner_before": ("red_light_runner", dict(tta=-RUNNER_BAND - 0.15)),
+    "runner_fast_ego": ("red_light_runner", dict(tta=-0.5, speed=25.0, adv_speed=5.0)),
 }
 
 
@@ -67,6 +74,19 @@ def test_crossing_pedestrian_time_to_arrival():
     assert not bool(m.ego_collided)
     m, accel = _case("idm", "ped_tta0")
     assert not bool(m.ego_collided) and accel.min() < -1.0
+
+
+def test_red_light_runner_collides_exactly_inside_the_closed_form_band():
+    for name in ("runner_tta0", "runner_inside"):
+        m, _ = _case("constant", name)
+        assert bool(m.ego_collided) and int(m.collided_with) == 1, name
+    for name in ("runner_outside", "runner_before"):
+        m, _ = _case("constant", name)
+        assert not bool(m.ego_collided), name
+        assert int(m.agents_offroad) == 0, name  # the crossing road is drivable
+    # a fast ego and a slow runner: band (3.15 / 25 + 3.15 / 5) = 0.756 s covers tta = -0.5
+    m, _ = _case("constant", "runner_fast_ego")
+    assert bool(m.ego_collided)
 
 
 def test_cut_in_and_cut_out():

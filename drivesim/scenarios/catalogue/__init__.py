@@ -40,6 +40,15 @@ the ego lane), then crosses both lanes (Euro NCAP AEB VRU CPNA, nearside adult; 
     timing, > 0 the pedestrian is ahead of the ego; ped_speed [m/s] 0.5..3 (1.39);
     speed [m/s] 1..30 (11.11): ego speed (40 km/h).
 
+red_light_runner -- at an intersection, a car from the right runs its red light across the
+ego's path (NHTSA pre-crash typology "running red light" / "straight crossing paths"; the
+crossing road has two 3.5 m lanes, drivable for every agent).
+    tta [s] -6..10 (0): the time the ego's centre reaches the runner's path minus the time
+    the runner's centre reaches the ego lane's centre line, both at constant speed (the
+    runner arrives at 3 s, or later so that the ego arrives at 0.5 s or later); the boxes
+    meet iff |tta| < (L/2 + W/2) / speed + (L/2 + W/2) / adv_speed (cars L 4.5 m, W 1.8 m);
+    adv_speed [m/s] 3..25 (13.89): the runner's constant speed; speed [m/s] 1..30 (13.89).
+
 Times are from the start of the episode: use episodes of 8 s (80 steps) or more so that each
 event and its consequence fit. Bad parameters raise CatalogueError (a ValueError) of one line
 naming the family and the parameter.

@@ -1,9 +1,11 @@
-"""Assembling a catalogue scenario on the host: a straight multi-lane road along +x, the ego
-(IDM-capable, not replayed) and scripted actors whose logs are built analytically.
+"""Assembling a catalogue scenario on the host: a straight multi-lane road along +x (and
+optionally a two-lane road crossing it), the ego (IDM-capable, not replayed) and scripted
+actors whose logs are built analytically.
 
 Lane k's centre line is y = k * LANE_WIDTH (lane 0 is the rightmost; +y is to the left of
-the driving direction). Every actor's log has ``steps + 1`` entries at ``DT`` (step 0 is the
-initial state), so the replayed actors are defined for the whole episode.
+the driving direction). A crossing road adds two lanes along y after them. Every actor's log
+has ``steps + 1`` entries at ``DT`` (step 0 is the initial state), so the replayed actors are
+defined for the whole episode.
 """
 
 from __future__ import annotations
@@ -36,6 +38,27 @@ class Actor:
     length: float = CAR_LENGTH
     width: float = CAR_WIDTH
     lane: int = 0
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """A two-lane road crossing the main road at right angles: lane centres at x = ``x``
+    (heading +y) and x = ``x`` - LANE_WIDTH (heading -y), from y = -``reach`` to +``reach`` [m].
+    Drivable area only: no agent is routed on it."""
+
+    x: float
+    reach: float
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a family's parameters build: the ego's initial speed [m/s], the scripted actors,
+    the main road's lane count and an optional crossing road."""
+
+    ego_speed: float
+    actors: list[Actor]
+    lanes: int
+    crossing: Crossing | None = None
 
 
 def times(steps: int) -> np.ndarray:
@@ -75,28 +98,37 @@ def straight(t: np.ndarray, x: np.ndarray, speed: np.ndarray, lane: int) -> dict
     return dict(x=x, y=np.full_like(t, lane * LANE_WIDTH), heading=np.zeros_like(t), speed=speed)
 
 
-def road(lanes: int, x_end: float) -> RoadMap:
-    """``lanes`` parallel straight lanes from x = -ROAD_BEHIND to ``x_end`` [m]."""
+def road(lanes: int, x_end: float, crossing: Crossing | None = None) -> RoadMap:
+    """``lanes`` parallel straight lanes from x = -ROAD_BEHIND to ``x_end`` [m], then the two
+    lanes of ``crossing`` if any."""
     centers = np.zeros((lanes, 2, 2))
     centers[:, :, 0] = [-ROAD_BEHIND, x_end]
     centers[:, :, 1] = (np.arange(lanes) * LANE_WIDTH)[:, None]
+    if crossing is not None:
+        across = np.zeros((2, 2, 2))
+        across[0, :, 0], across[0, :, 1] = crossing.x, [-crossing.reach, crossing.reach]
+        across[1, :, 0], across[1, :, 1] = crossing.x - LANE_WIDTH, [crossing.reach, -crossing.reach]
+        centers = np.concatenate([centers, across])
+    count = len(centers)
     return RoadMap(
         centers=centers.astype(F32),
-        widths=np.full(lanes, LANE_WIDTH, F32),
-        lane_valid=np.ones(lanes, bool),
+        widths=np.full(count, LANE_WIDTH, F32),
+        lane_valid=np.ones(count, bool),
         sort_axis=np.array([1.0, 0.0], F32),
         conflict_xy=np.zeros(2, F32),
         conflict_radius=np.asarray(0.0, F32),
     )
 
 
-def scenario(*, ego_speed: float, actors: list[Actor], lanes: int, steps: int, scenario_id: int) -> Scenario:
-    """The ego (slot 0, lane 0, centre at x = 0, heading +x, at ``ego_speed``) and replayed
-    ``actors`` (slots 1..) on a road of ``lanes`` lanes long enough for the whole episode."""
+def scenario(layout: Layout, steps: int, scenario_id: int) -> Scenario:
+    """The ego (slot 0, lane 0, centre at x = 0, heading +x, at ``layout.ego_speed``) and
+    replayed ``layout.actors`` (slots 1..) on a road of ``layout.lanes`` lanes long enough for
+    the whole episode (and the crossing road, if any)."""
+    ego_speed, actors = layout.ego_speed, layout.actors
     n = 1 + len(actors)
     t_end = steps * DT
     reach = max([ego_speed * t_end] + [float(np.max(a.x)) for a in actors])
-    rm = road(lanes, reach + ROAD_AHEAD)
+    rm = road(layout.lanes, reach + ROAD_AHEAD, layout.crossing)
     shape = (steps + 1, n)
     xy = np.zeros((*shape, 2), F32)
     heading, speed = np.zeros(shape, F32), np.zeros(shape, F32)

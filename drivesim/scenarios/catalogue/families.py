@@ -15,7 +15,7 @@ import numpy as np
 
 from drivesim.core.types import Scenario
 from drivesim.scenarios.catalogue import build
-from drivesim.scenarios.catalogue.build import CAR_LENGTH, LANE_WIDTH, Actor
+from drivesim.scenarios.catalogue.build import CAR_LENGTH, LANE_WIDTH, Actor, Crossing, Layout
 from drivesim.scenarios.catalogue.params import CatalogueError, Param
 
 CUT_IN_START_S = 1.0  # [s] the cut-in's lateral motion starts here
@@ -25,6 +25,8 @@ CUT_OUT_CLEARANCE = 2.0  # [m] the leader's front stays this far behind the stop
 PED_SIZE = 0.5  # [m] pedestrian box length and width
 PED_KERB = 0.5  # [m] the pedestrian waits this far outside the ego lane's right edge
 PED_MIN_ARRIVAL_S = 0.5  # [s] earliest time the ego reaches the crossing point
+RUNNER_ARRIVAL_S = 3.0  # [s] the red-light runner reaches the ego's path here (or later)
+RUNNER_MIN_EGO_ARRIVAL_S = 0.5  # [s] earliest time the ego reaches the runner's path
 
 
 @dataclass(frozen=True)
@@ -35,22 +37,19 @@ class Family:
 
     name: str
     params: tuple[Param, ...]
-    make: Callable[[dict[str, float], int], tuple[float, list[Actor], int]]
+    make: Callable[[dict[str, float], int], Layout]
     doc: str
     check_box: Callable[[dict[str, float], dict[str, float]], None] | None = None
 
     def scenario(self, values: dict[str, float], steps: int, scenario_id: int) -> Scenario:
         """The Scenario of checked ``values`` over ``steps`` simulation steps."""
-        ego_speed, actors, lanes = self.make(values, steps)
-        return build.scenario(
-            ego_speed=ego_speed, actors=actors, lanes=lanes, steps=steps, scenario_id=scenario_id
-        )
+        return build.scenario(self.make(values, steps), steps, scenario_id)
 
 
 def _lead_brake(v: dict[str, float], steps: int):
     t = build.times(steps)
     x, speed = build.braking(t, CAR_LENGTH + v["gap"], v["speed"], v["decel"], v["t_brake"])
-    return v["speed"], [Actor(**build.straight(t, x, speed, lane=0))], 2
+    return Layout(v["speed"], [Actor(**build.straight(t, x, speed, lane=0))], 2)
 
 
 def _cut_in_box(lo: dict[str, float], hi: dict[str, float]) -> None:
@@ -72,7 +71,7 @@ def _cut_in(v: dict[str, float], steps: int):
     path = build.lane_change(t, x0, speed + dv, LANE_WIDTH, 0.0, CUT_IN_START_S, v["lateral"])
     # route = the target lane: only one lane is occupied, so the neighbour window is proven
     # exact (an adversary routed on lane 1 sends every scenario to the all-pairs fallback)
-    return speed, [Actor(**path, lane=0)], 2
+    return Layout(speed, [Actor(**path, lane=0)], 2)
 
 
 def _cut_out(v: dict[str, float], steps: int):
@@ -84,7 +83,7 @@ def _cut_out(v: dict[str, float], steps: int):
     # stopped car: its rear is `gap` ahead of the ego's front (ego at constant speed) at reveal
     x_stop = CAR_LENGTH + speed * CUT_OUT_REVEAL_S + gap
     stopped = build.straight(t, np.full_like(t, x_stop), np.zeros_like(t), lane=0)
-    return speed, [Actor(**leader, lane=0), Actor(**stopped, lane=0)], 2
+    return Layout(speed, [Actor(**leader, lane=0), Actor(**stopped, lane=0)], 2)
 
 
 def _crossing_pedestrian(v: dict[str, float], steps: int):
@@ -107,7 +106,25 @@ def _crossing_pedestrian(v: dict[str, float], steps: int):
         width=PED_SIZE,
         lane=0,
     )
-    return speed, [ped], 2
+    return Layout(speed, [ped], 2)
+
+
+def _red_light_runner(v: dict[str, float], steps: int):
+    speed, tta, adv_speed = v["speed"], v["tta"], v["adv_speed"]
+    t = build.times(steps)
+    # the adversary's centre crosses the ego lane's centre line at t_adv; the ego's centre
+    # reaches the adversary's path at t_adv + tta (both at constant speed)
+    t_adv = max(RUNNER_ARRIVAL_S, RUNNER_MIN_EGO_ARRIVAL_S - tta)
+    x_cross = speed * (t_adv + tta)
+    runner = Actor(
+        x=np.full_like(t, x_cross),
+        y=adv_speed * (t - t_adv),
+        heading=np.full_like(t, 0.5 * np.pi),
+        speed=np.full_like(t, adv_speed),
+        lane=0,
+    )
+    reach = adv_speed * (t_adv + steps * build.DT) + build.ROAD_AHEAD
+    return Layout(speed, [runner], 2, Crossing(x=x_cross, reach=reach))
 
 
 FAMILIES: dict[str, Family] = {
@@ -157,6 +174,16 @@ FAMILIES: dict[str, Family] = {
             ),
             _crossing_pedestrian,
             "pedestrian crosses the ego lane from the right kerb",
+        ),
+        Family(
+            "red_light_runner",
+            (
+                Param("tta", "s", -6.0, 10.0, 0.0, "ego arrival at the crossing minus the runner's"),
+                Param("adv_speed", "m/s", 3.0, 25.0, 13.89, "speed of the crossing runner (50 km/h)"),
+                Param("speed", "m/s", 1.0, 30.0, 13.89, "ego speed (50 km/h)"),
+            ),
+            _red_light_runner,
+            "a car from the right runs its red light across the ego's path at an intersection",
         ),
     )
 }
