@@ -33,7 +33,8 @@ PARAM_NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
 class Axis:
     """One axis of a family's map: parameter ``name`` with ``distinct`` values in [lo, hi];
     ``levels`` (L,) the value of each cell (the grid's values, or bin centres when
-    ``binned``)."""
+    ``binned``); ``grid``: the values are a grid's (they repeat across points or sit on an
+    even lattice), so points have neighbours along this parameter, binned or not."""
 
     name: str
     distinct: int
@@ -41,6 +42,7 @@ class Axis:
     hi: float
     levels: tuple[float, ...]
     binned: bool
+    grid: bool = True
 
     def key_sql(self) -> str:
         """DuckDB expression of a row's cell key along this axis: the value, or the bin."""
@@ -131,7 +133,7 @@ def _family_map(
         collision_rate=rate,
         median_ttc=median,
     )
-    if len(swept) < 2 or not any(a.binned for a in swept):  # sampled points have no grid neighbours
+    if len(swept) < 2 or all(a.grid for a in swept):  # sampled points have no grid neighbours
         fmap.boundary, fmap.boundary_total = _boundary(con, params, [a.name for a in swept])
     return fmap
 
@@ -154,7 +156,7 @@ def _params(con: duckdb.DuckDBPyConnection, family: str) -> tuple[str, ...]:
 
 
 def _axes(con: duckdb.DuckDBPyConnection, params: tuple[str, ...]) -> list[Axis]:
-    """An Axis per parameter: its values when a grid's, else BINS bins."""
+    """An Axis per parameter: its values when a grid's of at most MAX_LEVELS, else BINS bins."""
     stats = ", ".join(f"count(DISTINCT p_{p}), min(p_{p}), max(p_{p})" for p in params)
     row = con.execute(f"SELECT count(DISTINCT name), {stats} FROM cat").fetchone()
     assert row is not None  # an aggregate query returns one row
@@ -164,17 +166,15 @@ def _axes(con: duckdb.DuckDBPyConnection, params: tuple[str, ...]) -> list[Axis]
         distinct, lo, hi = row[1 + 3 * k : 4 + 3 * k]
         distinct = int(distinct)
         lo, hi = (float("nan"), float("nan")) if lo is None else (float(lo), float(hi))
-        repeats = distinct < points
-        if distinct <= 1 or (
-            distinct <= MAX_LEVELS and (repeats or _on_lattice(con, name, lo, hi, distinct))
-        ):
+        grid = distinct <= 1 or distinct < points or _on_lattice(con, name, lo, hi, distinct)
+        if grid and distinct <= MAX_LEVELS:
             values = con.execute(f"SELECT DISTINCT p_{name} FROM cat WHERE p_{name} IS NOT NULL ORDER BY 1")
             levels = tuple(float(v) for (v,) in values.fetchall())
             axes.append(Axis(name, distinct, lo, hi, levels, binned=False))
         else:
             width = (hi - lo) / BINS
             levels = tuple((lo + width * (np.arange(BINS) + 0.5)).tolist())
-            axes.append(Axis(name, distinct, lo, hi, levels, binned=True))
+            axes.append(Axis(name, distinct, lo, hi, levels, binned=True, grid=grid))
     return axes
 
 

@@ -195,6 +195,21 @@ def test_constructed_boundary_pooling_bins_and_lines(constructed):
     assert [c["params"]["tta"] for c in walk.boundary] == [-1.0, 1.0]
 
 
+def test_a_grid_axis_too_long_to_show_is_binned_and_keeps_its_boundary(tmp_path):
+    # cut_out over 120 gaps (more than MAX_LEVELS values: shown in bins) x 2 speeds; collides
+    # below 30 m at 10 m/s and below 60 m at 20 m/s
+    gaps, rows = np.arange(8.0, 128.0), []
+    for k, (gap, speed) in enumerate((g, v) for g in gaps for v in (10.0, 20.0)):
+        hit = gap < 3 * speed
+        rows.append(_row("cut_out", dict(gap=gap, speed=speed), k, 0, hit, 1.0))
+    fmap = load_catalogue(_write_results(tmp_path / "camp", rows))[0]
+    gap_axis = next(a for a in fmap.axes if a.name == "gap")
+    assert len(gap_axis.levels) == BINS and gap_axis.binned and gap_axis.grid
+    # along gap: 29 m at 10 m/s, 59 m at 20 m/s; along speed: 30..59 m at 20 m/s (10 m/s safe)
+    assert fmap.boundary_total == 1 + 30
+    assert all(c["params"]["gap"] in (29.0, 59.0) or c["params"]["speed"] == 20.0 for c in fmap.boundary)
+
+
 def _cut_in_values(rows: list[dict]) -> list[dict]:
     found = []
     for r in rows:
