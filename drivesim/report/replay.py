@@ -75,11 +75,29 @@ def locate(directory, scenario_id: int, rows: list[dict] | None = None):
                     if record.scenario_id == scenario_id or str(path) == origin:
                         return record
         else:
-            for k in range(len(part)):
-                record = part.load(k)
-                if record.scenario_id == scenario_id:
-                    return record
+            record = _find_in(part, scenario_id, rows[0].get("name") if rows else None)
+            if record is not None:
+                return record
     raise ValueError(f"{directory}: scenario id {scenario_id} is not in the campaign's sources")
+
+
+def _find_in(part, scenario_id: int, name: str | None):
+    """The record of ``part`` with ``scenario_id`` (and ``name``, when the results give one:
+    several sources of one campaign may number their scenarios alike), or None. Position
+    ``scenario_id`` is tried first (catalogue and most user sources use the position as the
+    id; a source with ``ids_are_positions`` is not searched further), then every position."""
+    matches = lambda r: r.scenario_id == scenario_id and name in (None, r.name)  # noqa: E731
+    if 0 <= scenario_id < len(part):
+        record = part.load(scenario_id)
+        if matches(record):
+            return record
+    if getattr(part, "ids_are_positions", False):
+        return None
+    for k in range(len(part)):
+        record = part.load(k)
+        if matches(record):
+            return record
+    return None
 
 
 def _crc(name: str) -> int:

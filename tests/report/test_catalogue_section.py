@@ -16,9 +16,10 @@ from report_browser import render
 
 from drivesim.pipeline import results
 from drivesim.pipeline.campaign import run_campaign
-from drivesim.pipeline.config import CampaignConfig
+from drivesim.pipeline.config import CampaignConfig, write_config
 from drivesim.report.catalogue import BINS, load_catalogue
 from drivesim.report.dashboard import write_dashboard
+from drivesim.report.replay import locate
 from drivesim.scenarios.catalogue import FAMILIES, point_name
 
 SPEC = "catalogue:lead_brake?gap=2:40:3,decel=3:9:3"
@@ -236,3 +237,17 @@ def test_catalogue_section_renders_in_chromium(constructed, chromium, tmp_path):
     assert len(rendered.plots) == html.count('<div class="plot"') == int(rendered.plots_done)
     for plot_id, attrs in rendered.plots.items():
         assert attrs.get("data-rendered") == "ok" and int(attrs["data-points"]) >= 1, (plot_id, attrs)
+
+
+def test_replay_finds_the_catalogue_scenario_of_its_own_source(tmp_path):
+    # two catalogue sources number their scenarios alike: id 1 is gap 20 of lead_brake and
+    # gap 10 of cut_in; the results row's name decides which one is replayed
+    specs = ("catalogue:lead_brake?gap=10:30:3", "catalogue:cut_in?gap=5:15:3")
+    root = tmp_path / "camp"
+    root.mkdir()
+    write_config(CampaignConfig(sources=specs, num_steps=20, out=str(root)), root)
+    _write_results(root, [_row("cut_in", dict(gap=10.0), 1, 0, True, 0.0)])
+    record = locate(root, 1)
+    assert record.family == "cut_in" and record.name.startswith("cut_in?gap=10,")
+    with pytest.raises(ValueError, match="scenario id 7 is not in the campaign's sources"):
+        locate(root, 7)

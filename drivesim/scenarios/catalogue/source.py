@@ -61,6 +61,8 @@ class CatalogueSource(ScenarioSource):
     ``seed``; ``steps`` simulation steps per scenario (the scripted logs cover steps + 1
     entries). ``grid``: the Grid or the Sampling."""
 
+    ids_are_positions = True  # scenario id p is position p (drivesim.report.replay)
+
     def __init__(self, arg: str, steps: int = DEFAULT_STEPS, seed: int = 0):
         name, grid_text = split_arg(arg)
         self.family = family(name)
