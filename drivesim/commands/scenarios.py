@@ -116,18 +116,17 @@ def register(app: typer.Typer) -> None:
         from drivesim.scenarios.store import ScenarioStore
 
         ScenarioStore(store)  # checks the schema version
-        source = f"read_parquet('{str(store).replace(chr(39), chr(39) * 2)}')"
+        classes = "class_agents, class_lanes, class_points, class_log"
         rows = duckdb.sql(  # type: ignore[union-attr]  # a SELECT always returns a relation
-            "SELECT family, count(*) AS scenarios, min(num_agents) AS min_agents, "
-            "max(num_agents) AS max_agents, round(avg(num_agents), 1) AS mean_agents "
-            f"FROM {source} GROUP BY family ORDER BY family"
+            # one pass: a row per family (whole = 1), then one per size class of it
+            f"SELECT family, grouping(class_agents) AS whole, {classes}, count(*), min(num_agents), "
+            "max(num_agents), round(avg(num_agents), 1) "
+            f"FROM read_parquet('{str(store).replace(chr(39), chr(39) * 2)}') "
+            f"GROUP BY GROUPING SETS ((family), (family, {classes})) ORDER BY family, whole DESC, {classes}"
         ).fetchall()
-        classes = duckdb.sql(  # type: ignore[union-attr]
-            "SELECT family, class_agents, class_lanes, class_points, class_log, count(*) "
-            f"FROM {source} GROUP BY ALL ORDER BY ALL"
-        ).fetchall()
-        for family, n, lo, hi, mean in rows:
-            typer.echo(f"{family}: {n} scenarios, agents {lo}..{hi} (mean {mean})")
-            for _, agents, lanes, points, log, count in (c for c in classes if c[0] == family):
-                dims = f"{lanes} lanes, {points} points" + (f", log {log} steps" if log is not None else "")
-                typer.echo(f"  size class {agents} agents ({dims}): {count} scenarios")
+        for family, whole, agents, lanes, points, log, count, lo, hi, mean in rows:
+            if whole:
+                typer.echo(f"{family}: {count} scenarios, agents {lo}..{hi} (mean {mean})")
+                continue
+            dims = f"{lanes} lanes, {points} points" + (f", log {log} steps" if log is not None else "")
+            typer.echo(f"  size class {agents} agents ({dims}): {count} scenarios")
