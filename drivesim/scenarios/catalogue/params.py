@@ -64,6 +64,11 @@ class Grid:
     def __len__(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    def describe(self) -> str:
+        """``N scenarios (NAME xCOUNT, ...)``."""
+        axes = ", ".join(f"{n} x{len(v)}" for n, v in zip(self.names, self.values, strict=True))
+        return f"{len(self)} scenarios ({axes})"
+
     def box(self) -> tuple[dict[str, float], dict[str, float]]:
         """({name: lowest value}, {name: highest value}) over the grid."""
         return (

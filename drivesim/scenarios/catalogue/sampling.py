@@ -53,6 +53,13 @@ class Sampling:
     def __len__(self) -> int:
         return self.count
 
+    def describe(self) -> str:
+        """``N samples (NAME LO..HI, ...), seed S`` (the drawn parameters only)."""
+        ranges = ", ".join(
+            f"{n} {a:g}..{b:g}" for n, a, b in zip(self.names, self.lo, self.hi, strict=True) if a < b
+        )
+        return f"{self.count} samples ({ranges}), seed {self.seed}"
+
     def box(self) -> tuple[dict[str, float], dict[str, float]]:
         """({name: lo}, {name: hi}): the box every drawn point lies in."""
         return dict(zip(self.names, self.lo, strict=True)), dict(zip(self.names, self.hi, strict=True))

@@ -80,18 +80,7 @@ class CatalogueSource(ScenarioSource):
         return record
 
     def describe(self) -> str:
-        if isinstance(self.grid, Sampling):
-            ranges = ", ".join(
-                f"{n} {a:g}..{b:g}"
-                for n, a, b in zip(self.grid.names, self.grid.lo, self.grid.hi, strict=True)
-                if a < b
-            )
-            return (
-                f"catalogue {self.family.name}: {len(self)} samples ({ranges}), seed {self.grid.seed}, "
-                f"{self.steps} steps"
-            )
-        axes = ", ".join(f"{n} x{len(v)}" for n, v in zip(self.grid.names, self.grid.values, strict=True))
-        return f"catalogue {self.family.name}: {len(self)} scenarios ({axes}), {self.steps} steps"
+        return f"catalogue {self.family.name}: {self.grid.describe()}, {self.steps} steps"
 
 
 def open_catalogue(arg: str, context) -> CatalogueSource:
