@@ -67,7 +67,8 @@ class FamilyMap:
     boundary: up to MAX_BOUNDARY collided points with a neighbour along a swept parameter that
     did not collide (dicts: scenario_id, policy_id, policy, params {name: value}, safe: a
     "NAME=VALUE[ and VALUE]" per parameter with a safe neighbour); boundary_total: how many
-    there are in all.
+    there are in all; searched: whether they were looked for (sampled points have no grid
+    neighbours).
     """
 
     family: str
@@ -81,6 +82,7 @@ class FamilyMap:
     median_ttc: np.ndarray
     boundary: list[dict] = field(default_factory=list)
     boundary_total: int = 0
+    searched: bool = False
 
 
 def load_catalogue(directory: str | Path) -> list[FamilyMap]:
@@ -122,7 +124,9 @@ def _family_map(
     swept = [a for a in axes if a.distinct > 1]
     chosen = [a for a in chosen if a.distinct > 1] or chosen[:1]
     policies, count, rate, median = _cells(con, chosen)
-    fmap = FamilyMap(
+    searched = len(swept) < 2 or all(a.grid for a in swept)  # sampled points have no neighbours
+    boundary, total = _boundary(con, params, [a.name for a in swept]) if searched else ([], 0)
+    return FamilyMap(
         family=family,
         rows=rows,
         params=params,
@@ -132,10 +136,10 @@ def _family_map(
         count=count,
         collision_rate=rate,
         median_ttc=median,
+        boundary=boundary,
+        boundary_total=total,
+        searched=searched,
     )
-    if len(swept) < 2 or all(a.grid for a in swept):  # sampled points have no grid neighbours
-        fmap.boundary, fmap.boundary_total = _boundary(con, params, [a.name for a in swept])
-    return fmap
 
 
 def _quote(text: str) -> str:

@@ -158,8 +158,7 @@ def _json_ready(values: np.ndarray) -> list:
 def _boundary_blocks(data, fmap: FamilyMap) -> list:
     """The boundary cases table (or a line saying there are none, and why)."""
     if not fmap.boundary:
-        sampled = not all(a.grid for a in fmap.axes)
-        why = " (sampled points have no grid neighbours)" if sampled else ""
+        why = "" if fmap.searched else " (sampled points have no grid neighbours)"
         return [note(f"No boundary cases: no collided point has a safe grid neighbour{why}.")]
     shown = (
         f" (the first {len(fmap.boundary)} by policy and scenario)"
