@@ -136,12 +136,24 @@ def test_grid_order_size_and_names():
         ("catalogue:cut_in?gap=500", ["cut_in", "gap=500", "outside"]),
         ("catalogue:cut_in?gapp=5", ["cut_in", "unknown parameter 'gapp'"]),
         ("catalogue:cut_in?gap=5:40:0", ["cut_in", "gap", "COUNT"]),
-        ("catalogue:cut_in?gap=5:40", ["cut_in", "gap", "START:STOP:COUNT"]),
         ("catalogue:lead_brake?decel=fast", ["lead_brake", "decel", "not a number"]),
         ("catalogue:cutin", ["unknown family 'cutin'", "cut_in"]),
         ("catalogue:cut_in?dv=-25,speed=20", ["cut_in", "dv=-25", "-speed (-20)"]),
         ("catalogue:cut_in?dv=-12:0:3,speed=10:20:3", ["cut_in", "dv=-12", "-speed (-10)"]),
         ("catalogue:cut_in?dv=-12:0,speed=10:20&samples=5", ["cut_in", "dv=-12", "reverse"]),
+        # samples
+        ("catalogue:cut_in?gap=5:40", ["cut_in", "gap", "START:STOP:COUNT", "&samples=N"]),
+        ("catalogue:cut_in?gap=5:40:8&samples=10", ["cut_in", "gap", "LO:HI"]),
+        ("catalogue:cut_in?gap=40:5&samples=10", ["cut_in", "gap", "LO < HI"]),
+        ("catalogue:cut_in?gap=5:400&samples=10", ["cut_in", "gap=400", "outside"]),
+        ("catalogue:cut_in?gap=nan:5&samples=10", ["cut_in", "gap", "finite"]),
+        ("catalogue:cut_in?gapp=5:40&samples=10", ["cut_in", "unknown parameter 'gapp'"]),
+        ("catalogue:cut_in?gap=5:40&samples=0", ["cut_in", "samples=0", "outside"]),
+        ("catalogue:cut_in?gap=5:40&samples=ten", ["cut_in", "samples", "not an integer"]),
+        ("catalogue:cut_in?gap=5:40&sample=10", ["cut_in", "unknown option 'sample=10'"]),
+        ("catalogue:cut_in?gap=5:40&samples=1&samples=2", ["cut_in", "samples given twice"]),
+        ("catalogue:cut_in?gap=5&samples=10", ["cut_in", "needs a range NAME=LO:HI"]),
+        ("catalogue:lead_brake?gap=5.1234561:5.1234569&samples=3", ["lead_brake", "gap", "significant"]),
     ],
 )
 def test_bad_parameters_fail_with_one_line(spec, words):
@@ -149,6 +161,8 @@ def test_bad_parameters_fail_with_one_line(spec, words):
         check_spec(spec)
     message = str(err.value)
     assert "\n" not in message and all(w in message for w in words), message
+    with pytest.raises(CatalogueError):
+        CatalogueSource(spec.partition(":")[2])
 
 
 def test_cross_parameter_error_names_family_and_parameter():
