@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from drivesim.commands import bench, campaign, engine, inspect, report, scenarios, train, verify
+from drivesim.commands import bench, campaign, engine, inspect, refine, report, scenarios, train, verify
 
 app = typer.Typer(
     help="drivesim: simulate autonomous-driving scenarios by the million on every JAX device.",
@@ -31,7 +31,7 @@ def _root(
         os.environ["DRIVESIM_DEBUG"] = "1"
 
 
-for module in (engine, scenarios, campaign, bench, report, train, inspect, verify):
+for module in (engine, scenarios, campaign, bench, report, train, inspect, verify, refine):
     module.register(app)
 
 

@@ -121,6 +121,11 @@ class Ledger:
         row = self.conn.execute("SELECT 1 FROM windows WHERE window_id=?", (window_id,)).fetchone()
         return row is not None
 
+    def planned_stop(self, window_id: int) -> int | None:
+        """The stop position a planned window was planned up to (None: not planned)."""
+        row = self.conn.execute("SELECT stop FROM windows WHERE window_id=?", (window_id,)).fetchone()
+        return None if row is None else int(row[0])
+
     def record_plan(self, window_id: int, start: int, stop: int, batches: list[PlannedBatch]) -> None:
         """Insert a window's batches as pending and mark the window planned (one transaction)."""
         now = time.time()

@@ -177,12 +177,19 @@ class Planner:
 
     def _runs(self, ledger: Ledger):
         """LoadRuns of every window in order: a planned window's open batches, else the
-        window cut into slices of max(batch_size, 64) positions."""
+        window cut into slices of max(batch_size, 64) positions. A window planned up to a
+        stop short of its stop now (the campaign grew by further sources, e.g. a catalogue
+        refinement round) keeps its plan; the positions after it form a window of their own,
+        whose id is its first position."""
         step = max(self.settings.batch_size, 64)
         for window_id, start, stop_pos in self.windows():
-            if ledger.window_planned(window_id):
+            while (planned := ledger.planned_stop(window_id)) is not None:
                 for batch in ledger.open_batches(window_id):
                     yield LoadRun(window_id, tuple(batch.positions), batch)
+                window_id = start = planned
+                if start >= stop_pos:
+                    break
+            if start >= stop_pos:
                 continue
             for lo in range(start, stop_pos, step):
                 hi = min(lo + step, stop_pos)

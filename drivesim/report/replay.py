@@ -84,11 +84,13 @@ def locate(directory, scenario_id: int, rows: list[dict] | None = None):
 def _find_in(part, scenario_id: int, name: str | None):
     """The record of ``part`` with ``scenario_id`` (and ``name``, when the results give one:
     several sources of one campaign may number their scenarios alike), or None. Position
-    ``scenario_id`` is tried first (catalogue and most user sources use the position as the
-    id; a source with ``ids_are_positions`` is not searched further), then every position."""
+    ``scenario_id`` (less the source's ``first_id``, if any: a catalogue refinement round) is
+    tried first (catalogue and most user sources use the position as the id; a source with
+    ``ids_are_positions`` is not searched further), then every position."""
     matches = lambda r: r.scenario_id == scenario_id and name in (None, r.name)  # noqa: E731
-    if 0 <= scenario_id < len(part):
-        record = part.load(scenario_id)
+    position = scenario_id - getattr(part, "first_id", 0)
+    if 0 <= position < len(part):
+        record = part.load(position)
         if matches(record):
             return record
     if getattr(part, "ids_are_positions", False):

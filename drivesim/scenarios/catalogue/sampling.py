@@ -27,6 +27,7 @@ from drivesim.scenarios.catalogue.params import (
     parse_items,
     parse_number,
 )
+from drivesim.scenarios.catalogue.refine import Points, is_round, parse_round
 
 SAMPLES = "samples"  # the option naming the number of points
 TAG = 0x63617461  # keeps these streams apart from other users of (seed, position)
@@ -160,10 +161,15 @@ def parse_sampling(
     )
 
 
-def parse_points(family: str, params: tuple[Param, ...], text: str, seed: int = 0) -> Grid | Sampling:
-    """The points of a spec's text after ``?``: a Sampling when it has ``&samples=N``, else
-    the Grid."""
+def parse_points(
+    family: str, params: tuple[Param, ...], text: str, seed: int = 0
+) -> Grid | Sampling | Points:
+    """The points of a spec's text after ``?``: a Sampling when it has ``&samples=N``, a
+    refinement round's Points with ``&round=R`` (:mod:`drivesim.scenarios.catalogue.refine`),
+    else the Grid."""
     grid_text, amp, options = text.partition("&")
+    if amp and is_round(options):
+        return parse_round(family, params, grid_text, options)
     if amp:
         return parse_sampling(family, params, grid_text, options, seed)
     return parse_grid(family, params, grid_text)

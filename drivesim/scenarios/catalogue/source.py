@@ -6,6 +6,9 @@ Position p of the source is grid point p (C order over the family's declared par
 first slowest) or sample p, scenario id p; its record's ``name`` is the point in the same syntax
 (``cut_in?gap=5,dv=-10,lateral=2,speed=20``), so ``drivesim query`` can group by a parameter
 with ``regexp_extract(name, '[?,]gap=([^,]+)', 1)::DOUBLE`` (see :func:`param_sql`).
+
+A refinement round's spec ``catalogue:FAMILY?POINT;POINT;...&round=R&first=F`` lists explicit
+points (:mod:`drivesim.scenarios.catalogue.refine`); its position p is scenario id F + p.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from drivesim.core.validate import validate_scenario
 from drivesim.scenarios.catalogue.families import Family, family
 from drivesim.scenarios.catalogue.params import CatalogueError, Grid, check_values
+from drivesim.scenarios.catalogue.refine import Points
 from drivesim.scenarios.catalogue.sampling import Sampling, parse_points
 from drivesim.scenarios.record import ScenarioRecord
 from drivesim.scenarios.sources import ScenarioSource
@@ -61,12 +65,14 @@ class CatalogueSource(ScenarioSource):
     ``seed``; ``steps`` simulation steps per scenario (the scripted logs cover steps + 1
     entries). ``grid``: the Grid or the Sampling."""
 
-    ids_are_positions = True  # scenario id p is position p (drivesim.report.replay)
+    ids_are_positions = True  # scenario id first_id + p is position p (drivesim.report.replay)
 
     def __init__(self, arg: str, steps: int = DEFAULT_STEPS, seed: int = 0):
         name, grid_text = split_arg(arg)
         self.family = family(name)
-        self.grid: Grid | Sampling = checked_points(self.family, grid_text, seed)
+        self.grid: Grid | Sampling | Points = checked_points(self.family, grid_text, seed)
+        # a refinement round's points are numbered from their campaign position (unique ids)
+        self.first_id = self.grid.first if isinstance(self.grid, Points) else 0
         self.steps = int(steps)
         self.name = f"catalogue:{arg}"
 
@@ -75,7 +81,9 @@ class CatalogueSource(ScenarioSource):
 
     def load(self, position: int) -> ScenarioRecord:
         self._check(position)
-        record = make_record(self.family.name, self.grid.point(position), self.steps, position)
+        record = make_record(
+            self.family.name, self.grid.point(position), self.steps, self.first_id + position
+        )
         validate_scenario(record.scenario, where=f"{self.name}#{position}")
         return record
 
@@ -96,7 +104,7 @@ def check_catalogue(arg: str) -> None:
     checked_points(family(name), grid_text)
 
 
-def checked_points(fam: Family, text: str, seed: int = 0) -> Grid | Sampling:
+def checked_points(fam: Family, text: str, seed: int = 0) -> Grid | Sampling | Points:
     """The grid or samples of ``text``, every point within the family's constraints between
     parameters (CatalogueError otherwise)."""
     points = parse_points(fam.name, fam.params, text, seed)
