@@ -8,6 +8,12 @@ every ok row of a cell). An axis of at most ``MAX_LEVELS`` values that repeat ac
 or sit on an even lattice (a grid) keeps its values; any other (sampled values) is cut into
 ``BINS`` equal-width bins. Everything is reduced in SQL, so the result has at most
 policies × ``MAX_LEVELS``² cells whatever the number of rows.
+
+A refined family (``drivesim refine``: its rounds are catalogue sources of ``campaign.toml``
+numbered from their first scenario id) keeps its maps on the base grid's rows; its refined
+points come as :class:`Refined` markers, and its boundary cases are searched over every point
+(base and refined), the finest first (smallest step to the safe neighbour, relative to the
+parameter's span).
 """
 
 from __future__ import annotations
@@ -56,6 +62,19 @@ class Axis:
         return int(key) if self.binned else self.levels.index(float(key))
 
 
+@dataclass(frozen=True)
+class Refined:
+    """A family's refined points: ``rounds`` (the highest round), ``points`` (N) of them;
+    per drawn policy (P): x, y (N,) the values of the map's axes (y None with one axis) and
+    hit (N,) whether the point collided (None: unknown)."""
+
+    rounds: int
+    points: int
+    x: tuple[tuple[float, ...], ...]
+    y: tuple[tuple[float, ...], ...] | None
+    hit: tuple[tuple[bool | None, ...], ...]
+
+
 @dataclass
 class FamilyMap:
     """One family's catalogue results.
@@ -68,7 +87,7 @@ class FamilyMap:
     did not collide (dicts: scenario_id, policy_id, policy, params {name: value}, safe: a
     "NAME=VALUE[ and VALUE]" per parameter with a safe neighbour); boundary_total: how many
     there are in all; searched: whether they were looked for (sampled points have no grid
-    neighbours).
+    neighbours); refined: the refinement rounds' points (None: not refined).
     """
 
     family: str
@@ -83,6 +102,7 @@ class FamilyMap:
     boundary: list[dict] = field(default_factory=list)
     boundary_total: int = 0
     searched: bool = False
+    refined: Refined | None = None
 
 
 def load_catalogue(directory: str | Path) -> list[FamilyMap]:
@@ -98,14 +118,53 @@ def load_catalogue(directory: str | Path) -> list[FamilyMap]:
             "SELECT family, count(*) FROM results WHERE source = 'catalogue' AND status = 'ok' "
             "GROUP BY family ORDER BY family"
         ).fetchall()
-        maps = [_family_map(con, cols, str(f), int(n)) for f, n in families if f is not None]
+        rounds = refinement_rounds(directory)
+        maps = [
+            _family_map(con, cols, str(f), int(n), rounds.get(str(f), []))
+            for f, n in families
+            if f is not None
+        ]
         return [m for m in maps if m is not None]
     finally:
         con.close()
 
 
+def refinement_rounds(directory) -> dict[str, list[tuple[int, int, int]]]:
+    """{family: [(round, first scenario id, points)]} of the refinement rounds in the
+    campaign's ``campaign.toml`` (empty without one)."""
+    from drivesim.pipeline.config import CONFIG_NAME, read_config
+    from drivesim.scenarios.catalogue.families import family as find_family
+    from drivesim.scenarios.catalogue.refine import is_round, parse_round
+
+    if not (Path(directory) / CONFIG_NAME).is_file():
+        return {}
+    found: dict[str, list[tuple[int, int, int]]] = {}
+    for spec in read_config(directory).sources:
+        kind, _, arg = spec.partition(":")
+        name, _, text = arg.partition("?")
+        points, _, options = text.partition("&")
+        if kind == "catalogue" and is_round(options):
+            fam = find_family(name)
+            parsed = parse_round(fam.name, fam.params, points, options)
+            found.setdefault(fam.name, []).append((parsed.round, parsed.first, len(parsed)))
+    return found
+
+
+def _round_sql(rounds: list[tuple[int, int, int]]) -> str:
+    """DuckDB expression of a row's refinement round (0: the base grid) from its scenario id."""
+    cases = " ".join(
+        f"WHEN scenario_id >= {first} AND scenario_id < {first + count} THEN {number}"
+        for number, first, count in rounds
+    )
+    return f"CASE {cases} ELSE 0 END" if cases else "0"
+
+
 def _family_map(
-    con: duckdb.DuckDBPyConnection, cols: frozenset[str], family: str, rows: int
+    con: duckdb.DuckDBPyConnection,
+    cols: frozenset[str],
+    family: str,
+    rows: int,
+    rounds: list[tuple[int, int, int]] | None = None,
 ) -> FamilyMap | None:
     params = _params(con, family)
     if not params:
@@ -114,18 +173,24 @@ def _family_map(
     extracted = ", ".join(f"{param_sql(p)} AS p_{p}" for p in params)
     ttc = "min_ttc_s" if "min_ttc_s" in cols else "NULL::FLOAT AS min_ttc_s"
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE cat AS
+        f"""CREATE OR REPLACE TEMP TABLE cat_all AS
             SELECT scenario_id, policy_id, {policy_label(cols)} AS policy_label, name, ego_collided, {ttc},
-                   {extracted}
+                   {extracted}, {_round_sql(rounds or [])} AS round
             FROM results WHERE source = 'catalogue' AND status = 'ok' AND family = {_quote(family)}"""
     )
+    # the maps are drawn over the base grid; a refined family's boundary is searched over all
+    con.execute("CREATE OR REPLACE TEMP VIEW cat AS SELECT * FROM cat_all WHERE round = 0")
+    refined_rounds = max((number for number, _, _ in rounds or []), default=0)
     axes = _axes(con, params)
     chosen = sorted(axes, key=lambda a: -a.distinct)[:2]
     swept = [a for a in axes if a.distinct > 1]
     chosen = [a for a in chosen if a.distinct > 1] or chosen[:1]
     policies, count, rate, median = _cells(con, chosen)
-    searched = len(swept) < 2 or all(a.grid for a in swept)  # sampled points have no neighbours
-    boundary, total = _boundary(con, params, [a.name for a in swept]) if searched else ([], 0)
+    searched = len(swept) < 2 or all(a.grid for a in swept) or refined_rounds > 0
+    # sampled points have no neighbours
+    boundary, total = (
+        _boundary(con, params, [a.name for a in swept], finest=refined_rounds > 0) if searched else ([], 0)
+    )
     return FamilyMap(
         family=family,
         rows=rows,
@@ -139,6 +204,7 @@ def _family_map(
         boundary=boundary,
         boundary_total=total,
         searched=searched,
+        refined=_refined(con, chosen, policies, refined_rounds) if refined_rounds else None,
     )
 
 
@@ -215,28 +281,38 @@ def _cells(con: duckdb.DuckDBPyConnection, axes: list[Axis]):
     return policies, count, rate, median
 
 
-def _boundary(con: duckdb.DuckDBPyConnection, params: tuple[str, ...], swept: list[str]):
+def _boundary(
+    con: duckdb.DuckDBPyConnection, params: tuple[str, ...], swept: list[str], finest: bool = False
+):
     """(up to MAX_BOUNDARY boundary points, their total): collided points (per policy) with a
-    neighbour along one swept parameter, all others equal, that did not collide."""
+    neighbour along one swept parameter, all others equal, that did not collide; ``finest``:
+    over every point (a refined family), the smallest step to a safe neighbour (relative to
+    the parameter's span) first."""
     if not swept:
         return [], 0
+    table = "cat_all" if finest else "cat"
     columns = ", ".join(f"p_{p}" for p in params)
     points = (
         f"SELECT policy_id, min(policy_label) AS policy, {columns}, bool_or(ego_collided) AS hit, "
-        f"min(scenario_id) AS scenario_id FROM cat GROUP BY policy_id, {columns}"
+        f"min(scenario_id) AS scenario_id FROM {table} GROUP BY policy_id, {columns}"
     )
     lines = " UNION ALL ".join(
         f"""SELECT scenario_id, policy_id, policy, hit, {columns}, '{name}' AS along,
                    lag(hit) OVER w AS prev_hit, lag(p_{name}) OVER w AS prev_value,
-                   lead(hit) OVER w AS next_hit, lead(p_{name}) OVER w AS next_value
+                   lead(hit) OVER w AS next_hit, lead(p_{name}) OVER w AS next_value,
+                   least(CASE WHEN lag(hit) OVER w = false THEN p_{name} - lag(p_{name}) OVER w END,
+                         CASE WHEN lead(hit) OVER w = false THEN lead(p_{name}) OVER w - p_{name} END)
+                   / nullif(max(p_{name}) OVER () - min(p_{name}) OVER (), 0) AS step
             FROM points WINDOW w AS (PARTITION BY policy_id{"".join(f", p_{p}" for p in params if p != name)}
                                      ORDER BY p_{name})"""
         for name in swept
     )
+    order = "finest, policy_id, scenario_id" if finest else "policy_id, scenario_id"
     cursor = con.execute(
         f"""WITH points AS ({points}), lines AS ({lines}),
-            found AS (SELECT * FROM lines WHERE hit AND (prev_hit = false OR next_hit = false)),
-            ranked AS (SELECT *, dense_rank() OVER (ORDER BY policy_id, scenario_id) AS k FROM found)
+            found AS (SELECT *, min(abs(step)) OVER (PARTITION BY policy_id, scenario_id) AS finest
+                      FROM lines WHERE hit AND (prev_hit = false OR next_hit = false)),
+            ranked AS (SELECT *, dense_rank() OVER (ORDER BY {order}) AS k FROM found)
         SELECT *, (SELECT count(DISTINCT (policy_id, scenario_id)) FROM found) AS total
         FROM ranked WHERE k <= {MAX_BOUNDARY} ORDER BY k, along"""
     )
@@ -263,3 +339,25 @@ def _boundary(con: duckdb.DuckDBPyConnection, params: tuple[str, ...], swept: li
         ]
         point["safe"].append(f"{r['along']}=" + " and ".join(f"{v:g}" for v in safe))
     return list(found.values()), total
+
+
+def _refined(
+    con: duckdb.DuckDBPyConnection, axes: list[Axis], policies: tuple[str, ...], rounds: int
+) -> Refined:
+    """The refined points' axis values and outcomes, per policy label in ``policies``."""
+    y = f"p_{axes[1].name}" if len(axes) > 1 else "NULL"
+    rows = con.execute(
+        f"""SELECT policy_label, p_{axes[0].name}, {y}, ego_collided FROM cat_all WHERE round > 0
+            ORDER BY policy_id, scenario_id"""
+    ).fetchall()
+    by_policy: dict[str, list] = {p: [] for p in policies}
+    for label, x, yv, hit in rows:
+        by_policy.setdefault(str(label), []).append((float(x), None if yv is None else float(yv), hit))
+    picked = [by_policy[p] for p in policies]
+    return Refined(
+        rounds=rounds,
+        points=len(picked[0]) if picked else 0,
+        x=tuple(tuple(r[0] for r in rs) for rs in picked),
+        y=tuple(tuple(r[1] for r in rs) for rs in picked) if len(axes) > 1 else None,
+        hit=tuple(tuple(r[2] for r in rs) for rs in picked),
+    )

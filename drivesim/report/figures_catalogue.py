@@ -76,6 +76,11 @@ def _describe(fmap: FamilyMap) -> str:
         text += f" Pooled over {', '.join(fmap.pooled)} (each cell: every result with its axis values)."
     if len(fmap.policies) > MAX_PANELS:
         text += f" The first {MAX_PANELS} of {len(fmap.policies)} policies are drawn."
+    if fmap.refined is not None:
+        text += (
+            f" Refined near the boundary in {fmap.refined.rounds} rounds: {fmap.refined.points:,} more points"
+            " (markers: × collided, ○ safe); the maps' cells are the base grid's."
+        )
     return text
 
 
@@ -116,6 +121,8 @@ def _heatmap(fmap: FamilyMap, metric: Metric) -> go.Figure:
             row=row,
             col=col,
         )
+        if fmap.refined is not None and fmap.refined.y is not None:
+            fig.add_trace(_refined_markers(fmap, k, fmap.refined.y[k]), row=row, col=col)
         fig.update_xaxes(title_text=_axis_title(x_axis), row=row, col=col)
         fig.update_yaxes(title_text=_axis_title(y_axis), row=row, col=col)
     low, high = metric.limits
@@ -143,7 +150,33 @@ def _lines(fmap: FamilyMap, metric: Metric) -> go.Figure:
                 ),
             )
         )
+    if fmap.refined is not None and metric.field == "collision_rate":
+        for k in range(min(len(fmap.policies), MAX_PANELS)):
+            ys = tuple(None if h is None else float(h) for h in fmap.refined.hit[k])
+            fig.add_trace(_refined_markers(fmap, k, ys))
     return layout(fig, f"{fmap.family}: {metric.title} over {axis.name}", _axis_title(axis), metric.title)
+
+
+def _refined_markers(fmap: FamilyMap, k: int, y: tuple) -> go.Scatter:
+    """The refined points of policy ``k`` at (x, ``y``): x collided, open circle safe."""
+    assert fmap.refined is not None
+    hits = fmap.refined.hit[k]
+    names = [a.name for a in fmap.axes]
+    where = f"{esc(names[0])}=%{{x:.6g}}" + (f", {esc(names[1])}=%{{y:.6g}}" if len(names) > 1 else "")
+    return go.Scatter(
+        x=list(fmap.refined.x[k]),
+        y=list(y),
+        mode="markers",
+        name=esc(f"refined points ({fmap.refined.rounds} rounds)"),
+        showlegend=k == 0,
+        marker={
+            "symbol": ["x" if h else "circle-open" for h in hits],
+            "size": 6,
+            "color": "black",
+        },
+        customdata=["collided" if h else "safe" if h is not None else "unknown" for h in hits],
+        hovertemplate=f"refined: {where}: %{{customdata}}<extra></extra>",
+    )
 
 
 def _axis_title(axis) -> str:
@@ -160,11 +193,8 @@ def _boundary_blocks(data, fmap: FamilyMap) -> list:
     if not fmap.boundary:
         why = "" if fmap.searched else " (sampled points have no grid neighbours)"
         return [note(f"No boundary cases: no collided point has a safe grid neighbour{why}.")]
-    shown = (
-        f" (the first {len(fmap.boundary)} by policy and scenario)"
-        if fmap.boundary_total > len(fmap.boundary)
-        else ""
-    )
+    order = "" if fmap.refined is not None else " by policy and scenario"
+    shown = f" (the first {len(fmap.boundary)}{order})" if fmap.boundary_total > len(fmap.boundary) else ""
     several = len(fmap.policies) > 1
     heads = ["scenario", *(["policy"] if several else []), *fmap.params, "safe neighbour", "viewer"]
     rows = []
@@ -175,9 +205,10 @@ def _boundary_blocks(data, fmap: FamilyMap) -> list:
         row = "".join(f"<td>{esc(fmt(c))}</td>" for c in cells)
         rows.append(f"<tr>{row}<td>{viewer_link(data, case['scenario_id'], case['policy_id'])}</td></tr>")
     head = "".join(f"<th>{esc(h)}</th>" for h in heads)
+    finest = ", refined points included, the finest first" if fmap.refined is not None else ""
     caption = (
         f"Boundary cases: {fmap.boundary_total} collided points with a neighbour along one parameter "
-        f"that did not collide{shown}"
+        f"that did not collide{finest}{shown}"
     )
     return [
         Html(

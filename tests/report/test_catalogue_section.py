@@ -251,3 +251,67 @@ def test_replay_finds_the_catalogue_scenario_of_its_own_source(tmp_path):
     assert record.family == "cut_in" and record.name.startswith("cut_in?gap=10,")
     with pytest.raises(ValueError, match="scenario id 7 is not in the campaign's sources"):
         locate(root, 7)
+
+
+RUNNER_GRID = "catalogue:red_light_runner?tta=-2:2:5,speed=10:20:3"
+
+
+def _runner_hit(tta: float, speed: float) -> bool:
+    """The red-light runner's closed-form band at adv_speed 13.89 m/s."""
+    return abs(tta) < 3.15 / speed + 3.15 / 13.89
+
+
+@pytest.fixture(scope="module")
+def refined_campaign(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """Results of the runner's 5 x 3 grid and two refinement rounds (outcomes from the closed
+    form), with the campaign.toml that numbers the rounds."""
+    from drivesim.scenarios.catalogue import family, parse_grid
+    from drivesim.scenarios.catalogue.refine import next_points, point_key, round_spec
+
+    fam = family("red_light_runner")
+    grid = parse_grid(fam.name, fam.params, RUNNER_GRID.partition("?")[2])
+    points = [grid.point(p) for p in range(len(grid))]
+    specs, outcomes = (
+        [RUNNER_GRID],
+        {point_key(p.values()): _runner_hit(p["tta"], p["speed"]) for p in points},
+    )
+    for number in (1, 2):
+        new = next_points(grid, outcomes)
+        specs.append(round_spec(fam.name, new, number, len(points), None))
+        points += new
+        outcomes |= {point_key(p.values()): _runner_hit(p["tta"], p["speed"]) for p in new}
+    rows = [
+        _row(fam.name, p, sid, 0, _runner_hit(p["tta"], p["speed"]), 1.0) | dict(policy="constant")
+        for sid, p in enumerate(points)
+    ]
+    root = _write_results(tmp_path_factory.mktemp("refined") / "camp", rows)
+    write_config(CampaignConfig(sources=tuple(specs), num_steps=20, out=str(root)), root)
+    return root, rows
+
+
+def test_refined_family_maps_its_base_grid_and_lists_the_finest_boundary(refined_campaign, tmp_path):
+    root, rows = refined_campaign
+    (fmap,) = load_catalogue(root)
+    assert [a.levels for a in fmap.axes] == [(-2.0, -1.0, 0.0, 1.0, 2.0), (10.0, 15.0, 20.0)]
+    assert fmap.count.sum() == 15 and fmap.refined is not None and fmap.refined.rounds == 2
+    assert fmap.refined.points == len(rows) - 15 > 0
+    refined = rows[15:]
+    assert list(fmap.refined.x[0]) == [float(re.search(r"tta=([^,]+)", r["name"]).group(1)) for r in refined]
+    assert list(fmap.refined.hit[0]) == [r["ego_collided"] for r in refined]
+    # boundary over every point, the finest step first: a quarter of the tta spacing
+    first = fmap.boundary[0]
+    assert first["scenario_id"] >= 15 and _runner_hit(first["params"]["tta"], first["params"]["speed"])
+    along, values = first["safe"][0].split("=")
+    assert along == "tta" and abs(float(values) - first["params"]["tta"]) == pytest.approx(0.25)
+    html = write_dashboard(root, tmp_path / "dash.html").read_text(encoding="utf-8")
+    rate = _figures(html)["red_light_runner: collision rate over tta × speed"]["data"]
+    assert [t["type"] for t in rate] == ["heatmap", "scatter"] and len(rate[1]["x"]) == fmap.refined.points
+    assert "Refined near the boundary in 2 rounds" in html and "the finest first" in html
+
+
+@pytest.mark.slow
+def test_refined_markers_render_in_chromium(refined_campaign, chromium, tmp_path):
+    page = write_dashboard(refined_campaign[0], tmp_path / "dash.html")
+    rendered = render(chromium, page.as_uri())
+    assert rendered.errors == "", rendered.errors
+    assert rendered.plots and all(a.get("data-rendered") == "ok" for a in rendered.plots.values())
