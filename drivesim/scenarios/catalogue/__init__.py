@@ -9,7 +9,9 @@ collisions of replayed agents go through the same exact search as everything els
 Run one as a source: ``catalogue:FAMILY?NAME=START:STOP:COUNT,NAME=VALUE`` (grid syntax in
 :mod:`drivesim.scenarios.catalogue.params`; unnamed parameters keep their defaults), or
 sample it: ``catalogue:FAMILY?NAME=LO:HI,...&samples=N`` (N uniform points drawn from the
-campaign seed and the position, :mod:`drivesim.scenarios.catalogue.sampling`).
+campaign seed and the position, :mod:`drivesim.scenarios.catalogue.sampling`). A grid is
+refined near its failure boundary by :mod:`drivesim.scenarios.catalogue.refine` (rounds of
+explicit points, ``catalogue:FAMILY?POINT;...&round=R&first=F``).
 
 Families, parameters ``name [unit] range (default)``:
 
@@ -58,6 +60,7 @@ from __future__ import annotations
 
 from drivesim.scenarios.catalogue.families import FAMILIES, Family, family
 from drivesim.scenarios.catalogue.params import CatalogueError, Grid, Param, parse_grid
+from drivesim.scenarios.catalogue.refine import Points, next_points, point_key
 from drivesim.scenarios.catalogue.sampling import Sampling, parse_points
 from drivesim.scenarios.catalogue.source import CatalogueSource, make_record, param_sql, point_name
 
@@ -68,11 +71,14 @@ __all__ = [
     "Family",
     "Grid",
     "Param",
+    "Points",
     "Sampling",
     "family",
     "make_record",
+    "next_points",
     "param_sql",
     "parse_grid",
     "parse_points",
+    "point_key",
     "point_name",
 ]
