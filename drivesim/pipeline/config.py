@@ -163,6 +163,12 @@ def check_same_campaign(stored: CampaignConfig, new: CampaignConfig, directory) 
     """Raise ValueError naming the differing fields if ``new`` is not a resume of ``stored``."""
     a, b = stored.identity(), new.identity()
     diff = [k for k in IDENTITY_FIELDS if a.get(k) != b.get(k)]
+    grown = len(a["sources"]) - len(b["sources"])
+    if diff == ["sources"] and grown > 0 and a["sources"][: len(b["sources"])] == b["sources"]:
+        raise ValueError(
+            f"{directory} holds this campaign grown by {grown} more sources (catalogue refinement rounds); "
+            f"resume it with drivesim run --resume {directory} or drivesim refine {directory}"
+        )
     if diff:
         detail = ", ".join(f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in diff)
         raise ValueError(

@@ -147,7 +147,7 @@ def refine_campaign(
     outcome of this one. Returns the rounds added now."""
     settings.check()
     stored = read_config(directory)
-    config = dataclasses.replace(stored, out=str(directory))
+    config = dataclasses.replace(stored, out=str(directory), cluster=None, workers=None)  # one machine
     parts = catalogue_parts(config)
     for points in parts.rounds:
         if points.ttc != settings.ttc_s:

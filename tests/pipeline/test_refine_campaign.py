@@ -83,6 +83,10 @@ def test_refinement_rerun_resumes_and_a_new_round_count_extends(refined):
     assert again == [] and _rows(out) == before  # nothing redone, nothing added
     with pytest.raises(ValueError, match="refined with ttc None"):
         refine_campaign(out, RefineSettings(rounds=3, ttc_s=1.0), run_campaign)
+    # the run command of the base grid names the refined campaign in one line
+    with pytest.raises(ValueError, match="grown by 3 more sources .* drivesim refine") as err:
+        run_campaign(_config(out))
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300
 
 
 def test_interrupted_round_resumes_to_the_same_points(refined, tmp_path):
