@@ -158,3 +158,41 @@ def test_cli_bad_options_are_one_line_errors(refined, tmp_path):
         assert words in bad.stderr.splitlines()[-1]
     missing = _drivesim("refine", str(tmp_path / "none"))
     assert missing.returncode != 0 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_point_outcomes_per_policy_with_a_ttc_threshold(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from drivesim.pipeline import results
+    from drivesim.pipeline.refinement import point_outcomes
+    from drivesim.scenarios.catalogue import point_key
+
+    def row(tta, policy, hit, ttc, status="ok"):
+        name = f"red_light_runner?tta={tta:g},adv_speed=13.89,speed=10"
+        return dict(
+            scenario_id=int(tta * 10),
+            family="red_light_runner",
+            source="catalogue",
+            name=name,
+            policy_id=policy,
+            status=status,
+            ego_collided=hit,
+            min_ttc_s=ttc,
+        )
+
+    rows = [row(0.0, 0, True, 0.0), row(0.0, 1, False, 1.5), row(1.0, 0, False, 3.0), row(1.0, 1, False, 9.0)]
+    rows += [row(2.0, 0, None, None, status="failed"), row(2.0, 1, None, None, status="failed")]
+    (tmp_path / "results").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows, schema=results.SCHEMA), tmp_path / "results" / "part-0.parquet")
+    key = lambda tta: point_key([tta, 13.89, 10.0])  # noqa: E731
+    assert point_outcomes(tmp_path, "red_light_runner", None) == {
+        key(0.0): (True, False),
+        key(1.0): (False, False),
+        key(2.0): None,
+    }
+    assert point_outcomes(tmp_path, "red_light_runner", 2.0) == {
+        key(0.0): (True, True),
+        key(1.0): (False, False),
+        key(2.0): None,
+    }
