@@ -186,8 +186,8 @@ def _family_map(
     swept = [a for a in axes if a.distinct > 1]
     chosen = [a for a in chosen if a.distinct > 1] or chosen[:1]
     policies, count, rate, median = _cells(con, chosen)
+    # sampled points have no neighbours; refined points came from a grid
     searched = len(swept) < 2 or all(a.grid for a in swept) or refined_rounds > 0
-    # sampled points have no neighbours
     boundary, total = (
         _boundary(con, params, [a.name for a in swept], finest=refined_rounds > 0) if searched else ([], 0)
     )
