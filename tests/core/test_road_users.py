@@ -86,7 +86,8 @@ def test_kind_metrics_all_pairs_fallback_match_brute_force():
 def test_vehicles_brake_for_a_crossing_pedestrian_and_a_cyclist(core_runs):
     """The leader search is spatial: a pedestrian whose centre is inside the ego's lane leads
     the ego (its route crosses the lane), and a cyclist leads the car behind it."""
-    scenarios, _metrics, traj = core_runs("idm")
+    scenarios, metrics, traj = core_runs("idm")
+    assert not bool(metrics["vru_street"].window_overflow)  # found by the sorted-window search
     tr = traj["vru_street"]
     speed = np.concatenate([scenarios["vru_street"].agents.speed[None], tr.speed[:, :4]])
     accel = np.diff(speed, axis=0) / CONFIGS["idm"].dt

@@ -18,7 +18,7 @@ from drivesim.scenarios.registry import SourceContext, SourceSpecError, check_sp
 from drivesim.scenarios.synthetic import FamilyConfig
 
 STEPS = 80
-# cyclist_ahead: the boxes (car 1.8 m wide, cyclist 0.6 m) overlap laterally iff |offset| < BAND
+# cyclist_ahead: the boxes (car 1.8 m wide, cyclist 0.6 m) overlap laterally iff |lat_offset| < BAND
 CYCLIST_BAND = 0.5 * (1.8 + 0.6)
 # red_light_runner at its defaults (both at 13.89 m/s): the boxes meet iff |tta| < BAND
 RUNNER_BAND = 2 * (0.5 * 4.5 + 0.5 * 1.8) / 13.89
@@ -34,8 +34,8 @@ CASES = {
     "runner_outside": ("red_light_runner", dict(tta=RUNNER_BAND + 0.15)),
     "runner_before": ("red_light_runner", dict(tta=-RUNNER_BAND - 0.15)),
     "runner_fast_ego": ("red_light_runner", dict(tta=-0.5, speed=25.0, adv_speed=5.0)),
-    "cyclist_inside": ("cyclist_ahead", dict(offset=CYCLIST_BAND - 0.1)),
-    "cyclist_outside": ("cyclist_ahead", dict(offset=-CYCLIST_BAND - 0.1)),
+    "cyclist_inside": ("cyclist_ahead", dict(lat_offset=CYCLIST_BAND - 0.1)),
+    "cyclist_outside": ("cyclist_ahead", dict(lat_offset=-CYCLIST_BAND - 0.1)),
 }
 
 

@@ -43,8 +43,8 @@ the ego lane), then crosses both lanes (Euro NCAP AEB VRU CPNA, nearside adult; 
 cyclist_ahead -- a cyclist (1.8 m x 0.6 m, a CYCLIST agent) rides ahead in the ego lane at
 constant speed (Euro NCAP AEB VRU CBLA, bicyclist longitudinal adult; 15 km/h).
     gap [m] 2..150 (20): initial bumper gap ego -> cyclist; cyc_speed [m/s] 0..12 (4.17);
-    offset [m] -1.5..1.5 (0): the cyclist's centre right of the ego lane centre; the
-    constant-speed ego hits it iff |offset| < (1.8 + 0.6) / 2 = 1.2 m and it closes the gap in
+    lat_offset [m] -1.5..1.5 (0): the cyclist's centre right of the ego lane centre; the
+    constant-speed ego hits it iff |lat_offset| < (1.8 + 0.6) / 2 = 1.2 m and it closes the gap in
     time; speed [m/s] 1..30 (13.89): ego speed.
 
 red_light_runner -- at an intersection, a car from the right runs its red light across the

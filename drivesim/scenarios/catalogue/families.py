@@ -117,7 +117,7 @@ def _cyclist_ahead(v: dict[str, float], steps: int):
     x0 = 0.5 * CAR_LENGTH + v["gap"] + 0.5 * length  # the cyclist's centre
     cyclist = Actor(
         x=x0 + v["cyc_speed"] * t,
-        y=np.full_like(t, -v["offset"]),  # +offset: right of the lane centre (-y)
+        y=np.full_like(t, -v["lat_offset"]),  # +lat_offset: right of the lane centre (-y)
         heading=np.zeros_like(t),
         speed=np.full_like(t, v["cyc_speed"]),
         length=length,
@@ -199,7 +199,7 @@ FAMILIES: dict[str, Family] = {
             (
                 Param("gap", "m", 2.0, 150.0, 20.0, "initial bumper gap ego -> cyclist"),
                 Param("cyc_speed", "m/s", 0.0, 12.0, 4.17, "cyclist speed, constant (15 km/h)"),
-                Param("offset", "m", -1.5, 1.5, 0.0, "cyclist centre right of the ego lane centre"),
+                Param("lat_offset", "m", -1.5, 1.5, 0.0, "cyclist centre right of the ego lane centre"),
                 Param("speed", "m/s", 1.0, 30.0, 13.89, "ego initial speed (50 km/h)"),
             ),
             _cyclist_ahead,
