@@ -8,8 +8,10 @@ with PYTHONPATH pointing at two checkouts to measure what the type field costs).
 The VRU mix is the highway batch with every 4th agent slot (the ego excepted) made a cyclist
 (1.8 m x 0.6 m, v0 = speed = 5.5 m/s) and every 16th a pedestrian (0.5 m x 0.6 m, v0 =
 speed = 1.3 m/s) walking along its lane: the vehicles behind them brake and queue, so the
-neighbour search, the type limits and the per-type metrics all do real work. Prints one
-JSON line per workload: median scenarios/s and agent-steps/s over the repeats, with min/max.
+neighbour search, the type limits and the per-type metrics all do real work. The calls of
+the two workloads are interleaved. Prints one JSON line per workload (median scenarios/s and
+agent-steps/s over the repeats, min/max, every time) and, with --mode both, the mix's
+throughput relative to highway per interleaved pair.
 """
 
 from __future__ import annotations
@@ -47,23 +49,31 @@ def vru_mix(batch):
     return replace(batch, agents=agents, idm=replace(idm, v0=pick(CYCLIST_SPEED, PEDESTRIAN_SPEED, idm.v0)))
 
 
-def timed(batch, steps: int, repeats: int) -> dict:
-    """Median / min / max wall time of ``simulate`` on ``batch`` (one warm-up call apart)."""
+def timed(batches: dict, steps: int, repeats: int) -> dict:
+    """Wall times of ``simulate`` on each of ``batches`` (same shapes: one compile), the
+    calls interleaved (a, b, a, b, ...) so that load on a shared machine hits them alike;
+    one warm-up call each. Returns {name: summary dict}."""
     from drivesim.core.policies import idm_policy
     from drivesim.core.rollout import simulate
     from drivesim.core.types import SimConfig
 
     config = SimConfig(num_steps=steps)
-    device_batch = jax.device_put(batch)
     policy = idm_policy()
-    start = time.perf_counter()
-    metrics = jax.block_until_ready(simulate(device_batch, policy, config))
-    first = time.perf_counter() - start
-    times = []
-    for _ in range(repeats):
+    placed = {name: jax.device_put(batch) for name, batch in batches.items()}
+    first, metrics, times = {}, {}, {name: [] for name in batches}
+    for name, batch in placed.items():
         start = time.perf_counter()
-        metrics = jax.block_until_ready(simulate(device_batch, policy, config))
-        times.append(time.perf_counter() - start)
+        metrics[name] = jax.block_until_ready(simulate(batch, policy, config))
+        first[name] = time.perf_counter() - start
+    for _ in range(repeats):
+        for name, batch in placed.items():
+            start = time.perf_counter()
+            jax.block_until_ready(simulate(batch, policy, config))
+            times[name].append(time.perf_counter() - start)
+    return {name: _summary(batches[name], steps, first[name], times[name], metrics[name]) for name in batches}
+
+
+def _summary(batch, steps: int, first: float, times: list[float], metrics) -> dict:
     b, n = batch.agents.x.shape
     med = statistics.median(times)
     out = dict(
@@ -74,9 +84,11 @@ def timed(batch, steps: int, repeats: int) -> dict:
         median_s=round(med, 4),
         min_s=round(min(times), 4),
         max_s=round(max(times), 4),
+        times_s=[round(t, 4) for t in times],
         scenarios_per_s=round(b / med, 1),
         agent_steps_per_s=round(b * n * steps / med),
         collision_rate=float(np.mean(np.asarray(metrics.ego_collided))),
+        fallback_rate=float(np.mean(np.asarray(metrics.window_overflow))),
     )
     if hasattr(metrics, "pedestrians_collided"):
         out["pedestrians_collided"] = int(np.sum(np.asarray(metrics.pedestrians_collided)))
@@ -95,10 +107,16 @@ def main(argv=None) -> int:
     from drivesim.bench.workloads import Workload, make_batch
 
     batch = make_batch(Workload(scenarios=args.scenarios, agents=args.agents, steps=args.steps))
-    print(json.dumps({"workload": "highway", **timed(batch, args.steps, args.repeats)}), flush=True)
+    batches = {"highway": batch}
     if args.mode == "both":
-        mixed = vru_mix(batch)
-        print(json.dumps({"workload": "highway+vru", **timed(mixed, args.steps, args.repeats)}), flush=True)
+        batches["highway+vru"] = vru_mix(batch)
+    results = timed(batches, args.steps, args.repeats)
+    for name, summary in results.items():
+        print(json.dumps({"workload": name, **summary}), flush=True)
+    if args.mode == "both":  # throughput of the mix relative to highway, per interleaved pair
+        pairs = zip(results["highway"]["times_s"], results["highway+vru"]["times_s"], strict=True)
+        ratios = sorted(h / v for h, v in pairs)
+        print(json.dumps({"vru_vs_highway": dict(median=round(statistics.median(ratios), 3), all=ratios)}))
     return 0
 
 
