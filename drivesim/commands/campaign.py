@@ -306,7 +306,12 @@ def register(app: typer.Typer) -> None:
 
         from drivesim.pipeline.sandbox import require_campaign
         from drivesim.pipeline.sessions import read_sessions
-        from drivesim.pipeline.summary import campaign_summary, sessions_table, summary_table
+        from drivesim.pipeline.summary import (
+            campaign_summary,
+            road_users_table,
+            sessions_table,
+            summary_table,
+        )
 
         require_campaign(directory)
         from drivesim.pipeline.worker_stats import worker_throughput, workers_table
@@ -322,6 +327,9 @@ def register(app: typer.Typer) -> None:
             return
         console = Console(width=min(Console().width, 80))
         console.print(summary_table(figures))
+        road_users = road_users_table(figures)
+        if road_users is not None:
+            console.print(road_users)
         if figures["sessions"]:
             console.print(sessions_table(figures["sessions"]))
         if workers:

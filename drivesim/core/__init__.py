@@ -17,6 +17,11 @@ _EXPORTS = {
     "Scenario": "drivesim.core.types",
     "SimConfig": "drivesim.core.types",
     "Trajectory": "drivesim.core.types",
+    # road-user types
+    "VEHICLE": "drivesim.core.types",
+    "PEDESTRIAN": "drivesim.core.types",
+    "CYCLIST": "drivesim.core.types",
+    "KIND_NAMES": "drivesim.core.types",
     "SimState": "drivesim.core.rollout",
     "advance": "drivesim.core.rollout",
     "observation_of": "drivesim.core.rollout",

@@ -30,15 +30,16 @@ PROP_ROWS = (
     "replay",
     "route",
     "group",
+    "kind",
 )
 SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
 _BOOL_ROWS = {"base_valid", "is_ego", "replay"}
-_INT_ROWS = {"agent_id", "route"}
+_INT_ROWS = {"agent_id", "route", "kind"}
 
 
 class _PropRow:
     """A static row of ``SortedAgents.props`` read as an attribute: (N,) float32, bool for
-    the PROP_ROWS flags, int32 for agent_id and route."""
+    the PROP_ROWS flags, int32 for agent_id, route and kind."""
 
     def __set_name__(self, owner, name: str) -> None:
         self.name, self.index = name, PROP_ROWS.index(name)
@@ -65,7 +66,7 @@ class SortedAgents:
         agent is present now; outcome: (N,) int32 bits of what happened to the agent so
         far (1: collided, 2: off-road). Separate leaves: stacking them would make XLA transpose
         (rows, B, N) -> (B, rows, N) inside the step's main loop.
-    props: (14 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
+    props: (17 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
         RouteSegments field), packed so one permutation moves them all. base_valid: slot
         holds an agent; agent_id: slot index in the scenario's original order. Read them
         through the row attributes below (``a.length``, ``a.idm``, ``a.seg`` ...): (N,)
@@ -99,6 +100,7 @@ class SortedAgents:
     replay = _PropRow()
     route = _PropRow()
     group = _PropRow()
+    kind = _PropRow()
 
     @property
     def idm(self) -> IDMParams:

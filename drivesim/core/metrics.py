@@ -117,8 +117,9 @@ def update_metrics(m: MetricsState, info: StepInfo, t: Array) -> MetricsState:
     )
 
 
-def finalize_metrics(m: MetricsState, has_log: bool) -> RolloutMetrics:
-    """Turn running metrics into RolloutMetrics (log divergences NaN without a log)."""
+def finalize_metrics(m: MetricsState, has_log: bool, by_kind: dict[str, Array]) -> RolloutMetrics:
+    """Turn running metrics into RolloutMetrics (log divergences NaN without a log);
+    ``by_kind``: the per-type fields (drivesim.core.road_users.kind_metrics)."""
     nan = jnp.full((), jnp.nan, jnp.float32)
     mean = jnp.where(m.div_count > 0, m.div_sum / jnp.maximum(m.div_count, 1.0), nan)
     return RolloutMetrics(
@@ -138,4 +139,5 @@ def finalize_metrics(m: MetricsState, has_log: bool) -> RolloutMetrics:
         collided_with=m.collided_with,
         agents_collided=m.agents_collided,
         agents_offroad=m.agents_offroad,
+        **by_kind,
     )

@@ -32,6 +32,7 @@ from drivesim.core.road import (
     point_at,
     project,
 )
+from drivesim.core.road_users import kind_limits, kind_metrics
 from drivesim.core.step_metrics import EgoBefore, step_info
 from drivesim.core.types import (
     Array,
@@ -103,6 +104,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         replay,
         ag.route,
         jnp.where(ag.valid, onehot @ groups, num_lanes),
+        ag.kind,
     ]
     props = jnp.concatenate(
         [jnp.stack([f32(r) for r in rows])] + [getattr(seg, f) for f in SEG_FIELDS], axis=0
@@ -281,12 +283,15 @@ def advance(
         else:
             ego_accel = ego_action[0]
             ego_tan = jnp.tan(jnp.clip(ego_action[1], -config.max_steer, config.max_steer))
-        accel = jnp.clip(jnp.where(a.is_ego, ego_accel, accel), config.min_accel, config.max_accel)
+        accel = jnp.where(a.is_ego, ego_accel, accel)
+        lo_accel, hi_accel, top_speed = kind_limits(a.kind, config)
+        accel = jnp.clip(accel, lo_accel, hi_accel)
         tan_steer = jnp.where(a.is_ego, ego_tan, lane_tan)
     with jax.named_scope("dynamics"):
         x, y, heading, speed = bicycle_step(
             a.x, a.y, a.heading, a.cos_h, a.sin_h, a.speed, a.length, accel, tan_steer, config
         )
+        speed = jnp.minimum(speed, top_speed)
         valid = a.valid
         if scenario.log is not None:
             x, y, heading, speed, valid = replay_log(a, t, scenario.log, (x, y, heading, speed, valid))
@@ -336,7 +341,14 @@ def rollout(scenario: Scenario, policy, config: SimConfig) -> RolloutMetrics:
 
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
     state, _ = jax.lax.scan(body, reset(scenario, config), steps)
-    return finalize_metrics(state.metrics, scenario.log is not None)
+    return _finalize(state, scenario)
+
+
+def _finalize(state: SimState, scenario: Scenario) -> RolloutMetrics:
+    """RolloutMetrics of a finished rollout, the per-type collision counts included."""
+    a = state.agents
+    by_kind = kind_metrics(state.metrics.collided_with, scenario.agents.kind, a.outcome & 1 > 0, a.kind)
+    return finalize_metrics(state.metrics, scenario.log is not None, by_kind)
 
 
 def rollout_trajectory(scenario: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
@@ -354,7 +366,7 @@ def rollout_trajectory(scenario: Scenario, policy, config: SimConfig) -> tuple[R
     trajectory = Trajectory(
         x=unsort(x), y=unsort(y), heading=unsort(heading), speed=unsort(speed), valid=unsort(valid)
     )
-    return finalize_metrics(state.metrics, scenario.log is not None), trajectory
+    return _finalize(state, scenario), trajectory
 
 
 def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int = 1) -> RolloutMetrics:

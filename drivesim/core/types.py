@@ -48,6 +48,7 @@ class AgentState:
     length, width: (..., N) float32 box size [m].
     valid: (..., N) bool; False marks a padding slot that never affects anything.
     route: (..., N) int32 index of the agent's route polyline in ``RoadMap.centers``.
+    kind: (..., N) int32 road-user type: VEHICLE, PEDESTRIAN or CYCLIST (padding slots 0).
     """
 
     x: Array
@@ -59,6 +60,12 @@ class AgentState:
     width: Array
     valid: Array
     route: Array
+    kind: Array
+
+
+# road-user types of AgentState.kind (limits and default sizes: drivesim.core.road_users)
+VEHICLE, PEDESTRIAN, CYCLIST = 0, 1, 2
+KIND_NAMES = ("vehicle", "pedestrian", "cyclist")
 
 
 @pytree_dataclass
@@ -175,6 +182,9 @@ class RolloutMetrics:
     collided_with: int32 agent slot the ego first overlapped, -1 if none.
     agents_collided: int32 agents (ego included) that overlapped another at some step.
     agents_offroad: int32 agents (ego included) with a box corner off-road at some step.
+    collided_with_kind: int32 road-user type (AgentState.kind) of ``collided_with``, -1 if none.
+    pedestrians_collided, cyclists_collided: int32 pedestrians / cyclists among
+        ``agents_collided``.
     """
 
     ego_collided: Array
@@ -193,6 +203,10 @@ class RolloutMetrics:
     collided_with: Array
     agents_collided: Array
     agents_offroad: Array
+    # road-user types (drivesim.core.road_users)
+    collided_with_kind: Array
+    pedestrians_collided: Array
+    cyclists_collided: Array
 
 
 METRIC_NAMES = tuple(f.name for f in fields(RolloutMetrics))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivesim.core.types import Scenario
+from drivesim.core.types import KIND_NAMES, Scenario
 
 MAX_AGENTS = 128  # the largest padding size class
 
@@ -82,6 +82,10 @@ def validate_scenario(scenario: Scenario, where: str = "") -> None:
             fail(f"agents.{name}", "non-finite value (NaN or Inf)")
     if np.any(np.asarray(ag.length)[valid] <= 0) or np.any(np.asarray(ag.width)[valid] <= 0):
         fail("agents.length/width", "box size must be > 0")
+    kind = np.asarray(ag.kind)[valid]
+    if np.any((kind < 0) | (kind >= len(KIND_NAMES))):
+        bad = int(kind[(kind < 0) | (kind >= len(KIND_NAMES))][0])
+        fail("agents.kind", f"unknown road-user type {bad} (0 vehicle, 1 pedestrian, 2 cyclist)")
     if np.any(np.isnan(np.asarray(scenario.stop_s))):
         fail("stop_s", "NaN stop arc length")
     _check_road(scenario, ag, valid, fail)

@@ -23,11 +23,28 @@ FROM results GROUP BY policy_id ORDER BY policy_id
 """
 
 
+# per policy: how often the ego's first collision was with a pedestrian / cyclist, and how
+# many pedestrians / cyclists were in a collision (results without the columns: none)
+ROAD_USERS_SQL = """
+SELECT policy_id, any_value(policy) AS policy,
+       avg((collided_with_kind = 1)::DOUBLE) AS ego_hit_pedestrian_rate,
+       avg((collided_with_kind = 2)::DOUBLE) AS ego_hit_cyclist_rate,
+       sum(pedestrians_collided) AS pedestrians_collided,
+       sum(cyclists_collided) AS cyclists_collided
+FROM results WHERE status = 'ok' GROUP BY policy_id ORDER BY policy_id
+"""
+ROAD_USER_COLUMNS = ("collided_with_kind", "pedestrians_collided", "cyclists_collided")
+
+
 def campaign_summary(directory) -> dict:
-    """{"policies": [per-policy figures], "throughput": {...}} for a campaign directory."""
+    """{"policies": [per-policy figures], "road_users": [per-policy pedestrian and cyclist
+    collision figures], "throughput": {...}} for a campaign directory."""
     directory = pathlib.Path(directory)
     per_policy = results.query(directory, SQL).to_pylist()
-    return {"policies": per_policy, "throughput": _throughput(directory)}
+    columns = set(results.query(directory, "SELECT * FROM results LIMIT 0").column_names)
+    has_types = set(ROAD_USER_COLUMNS) <= columns
+    road_users = results.query(directory, ROAD_USERS_SQL).to_pylist() if has_types else []
+    return {"policies": per_policy, "road_users": road_users, "throughput": _throughput(directory)}
 
 
 def _throughput(directory: pathlib.Path) -> dict:
@@ -86,6 +103,28 @@ SUMMARY_COLUMNS = (
     ("min_ttc_p50_s", "ttc p50"),
     ("min_ttc_p95_s", "ttc p95"),
 )
+
+
+def road_users_table(summary: dict):
+    """A rich Table of the pedestrian and cyclist collision figures, or None when no
+    pedestrian or cyclist was in a collision."""
+    from rich.table import Table
+
+    rows = summary.get("road_users") or []
+    if not any((r["pedestrians_collided"] or 0) + (r["cyclists_collided"] or 0) for r in rows):
+        return None
+    table = Table(title="pedestrians and cyclists (ego's first collision partner, in %)")
+    for header in ("policy", "ego-ped%", "ego-cyc%", "peds hit", "cyclists hit"):
+        table.add_column(header, justify="left" if header == "policy" else "right")
+    for r in rows:
+        table.add_row(
+            _fmt(r["policy"]),
+            _fmt(r["ego_hit_pedestrian_rate"], "_rate"),
+            _fmt(r["ego_hit_cyclist_rate"], "_rate"),
+            _fmt(r["pedestrians_collided"]),
+            _fmt(r["cyclists_collided"]),
+        )
+    return table
 
 
 def sessions_table(sessions: list[dict]):

@@ -70,6 +70,8 @@ def outcomes_section(data: CampaignData) -> Section:
             r["max_jerk"],
             r.get("agents_collided"),
             r.get("agents_offroad"),
+            r.get("pedestrians_collided"),
+            r.get("cyclists_collided"),
             r.get("fallback_rate"),
         )
         for r in out.by_family
@@ -90,6 +92,8 @@ def outcomes_section(data: CampaignData) -> Section:
                     "mean max jerk",
                     "mean agents collided",
                     "mean agents off-road",
+                    "pedestrians collided",
+                    "cyclists collided",
                     "exact-fallback rate",
                 ),
                 rows,

@@ -22,7 +22,8 @@ class Outcomes:
     """Aggregates of one campaign's results.
 
     by_family / by_policy: one dict per group with n, ok, failed, collision_rate, offroad_rate,
-    nan_rate and per-metric means (rates over ok rows, in [0, 1]).
+    nan_rate, per-metric means (rates over ok rows, in [0, 1]) and the pedestrians and cyclists
+    in a collision (sums).
     quantiles: {(dimension, metric): rows}; dimension is "family" or "policy"; a row holds the
     group label, n and q0, q05, q25, q50, q75, q95, q100, mean of the metric over finite values.
     failed_rows: up to MAX_FAILED_ROWS failed rows (scenario_id, family, source, name, policy, error).
@@ -95,6 +96,12 @@ def _mean(cols: frozenset[str], column: str) -> str:
     return f"avg({column}) FILTER (WHERE isfinite({column}))"
 
 
+def _sum(cols: frozenset[str], column: str) -> str:
+    if column not in cols:
+        return "NULL"
+    return f"sum({column})"
+
+
 def _sd(cols: frozenset[str], column: str) -> str:
     if column not in cols:
         return "NULL"
@@ -125,6 +132,8 @@ def _group_rates(con: duckdb.DuckDBPyConnection, cols: frozenset[str], key: str)
                {_sd(cols, "max_jerk")} AS max_jerk_sd,
                {_mean(cols, "agents_collided")} AS agents_collided,
                {_mean(cols, "agents_offroad")} AS agents_offroad,
+               {_sum(cols, "pedestrians_collided")} AS pedestrians_collided,
+               {_sum(cols, "cyclists_collided")} AS cyclists_collided,
                {_rate(cols, "window_overflow")} AS fallback_rate
         FROM results GROUP BY 1 ORDER BY {order}n DESC, label LIMIT {MAX_GROUPS}"""
     rows = _dicts(con.execute(sql))

@@ -14,7 +14,7 @@ from drivesim.scenarios.record import ScenarioRecord
 
 # padding value of each AgentState field (pad_scenario and stack_bucket's fast path)
 AGENT_FILL = dict(
-    x=0.0, y=0.0, heading=0.0, speed=0.0, accel=0.0, length=1.0, width=1.0, valid=False, route=0
+    x=0.0, y=0.0, heading=0.0, speed=0.0, accel=0.0, length=1.0, width=1.0, valid=False, route=0, kind=0
 )
 
 

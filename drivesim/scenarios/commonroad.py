@@ -5,7 +5,8 @@ Parsing is safe (defusedxml: no DTD, no entities, no external references; bounde
 size) and strict: a malformed or truncated file, an unknown layout, a missing field or a
 non-finite number raises :class:`ScenarioError` naming the file, the element and the
 problem. The ego comes from the planning problem (slot 0), the other agents from the dynamic
-obstacles; the lanelets become the road (see :mod:`drivesim.scenarios.lanes`).
+obstacles (``<type>`` pedestrian and bicycle import as PEDESTRIAN and CYCLIST agents, every
+other type as a vehicle); the lanelets become the road (see :mod:`drivesim.scenarios.lanes`).
 """
 
 from __future__ import annotations
@@ -22,13 +23,25 @@ import defusedxml.ElementTree as SafeET
 import numpy as np
 
 from drivesim.core.ranges import DT_RANGE_S, MAX_FILE_STEPS, MAX_LOG_STEPS
-from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, LogTrajectory, Scenario, replace
+from drivesim.core.types import (
+    CYCLIST,
+    IDM_DEFAULTS,
+    PEDESTRIAN,
+    VEHICLE,
+    AgentState,
+    IDMParams,
+    LogTrajectory,
+    Scenario,
+    replace,
+)
 from drivesim.core.validate import MAX_AGENTS, ScenarioError, validate_scenario
 from drivesim.scenarios import geometry, lanes
 from drivesim.scenarios.record import ScenarioRecord
 
 OLD_LAYOUT = ("2017a", "2018a", "2018b")
 NEW_LAYOUT = ("2019a", "2019b", "2020a", "2020b", "2021a", "2022a")
+# an obstacle's <type> -> AgentState.kind (every other type, motorcycle included, is a vehicle)
+OBSTACLE_KINDS = {"pedestrian": PEDESTRIAN, "bicycle": CYCLIST}
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,7 @@ class _Track:
     speed: np.ndarray
     valid: np.ndarray
     accel0: float
+    kind: int = VEHICLE
 
 
 class _Reader:
@@ -252,7 +266,8 @@ def _obstacle_track(obs: Element, tag: str, rd: _Reader) -> _Track:
     speed, valid = np.zeros(steps), np.zeros(steps, bool)
     for t, p, h, v, _ in states:
         xy[t], heading[t], speed[t], valid[t] = p, h, v, True
-    return _Track(field, length, width, xy, heading, speed, valid, states[0][4])
+    kind = OBSTACLE_KINDS.get((obs.findtext("type") or "").strip(), VEHICLE)
+    return _Track(field, length, width, xy, heading, speed, valid, states[0][4], kind)
 
 
 def _ego_track(root: Element, rd: _Reader, config: ImportConfig) -> _Track:
@@ -353,6 +368,7 @@ def _build(tracks, lanelets, goal, file_dt, scenario_id, config: ImportConfig) -
         width=np.array([t.width for t in tracks], f),
         valid=np.ones(n, bool),
         route=route.astype(np.int32),
+        kind=np.array([t.kind for t in tracks], np.int32),
     )
     log = LogTrajectory(
         xy=xy.astype(f), heading=heading.astype(f), speed=speed.astype(f), valid=valid, replay=replay

@@ -1,8 +1,9 @@
 """drivesim's own scenario store: one Parquet file, one row per scenario, columnar.
 
 Every Scenario field is a column (``agents_x``, ``road_centers``, ``log_xy``, ...): arrays are
-flattened into list columns. Schema version 2 stores each row *padded to its bucket* (agent,
-lane, point and log-length classes, in the ``class_*`` columns) beside its own dims
+flattened into list columns. Schema version 3 (version 2 plus ``agents_kind``, the road-user
+type; a version-2 store still reads, every agent a vehicle) stores each row *padded to its
+bucket* (agent, lane, point and log-length classes, in the ``class_*`` columns) beside its own dims
 (``num_agents`` N, ``num_lanes`` L, ``num_points`` P, ``log_steps`` T), so
 
 * rows of one bucket have equal list lengths: a batch of one bucket is a ``take`` of whole
@@ -35,7 +36,9 @@ from drivesim.core.validate import ScenarioError, validate_scenario
 from drivesim.scenarios.batching import BucketKey, bucket_key, stack_bucket
 from drivesim.scenarios.record import ScenarioRecord
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# columns added after version 2 (read as all vehicles from a version-1 or -2 store)
+ADDED_COLUMNS = ("agents_kind",)
 VERSION_KEY = b"drivesim.schema_version"
 
 F32, I32, BOOL = np.float32, np.int32, np.bool_
@@ -44,6 +47,7 @@ FIELDS: tuple[tuple[str, type, tuple], ...] = (
     *((f"agents.{k}", F32, ("N",)) for k in ("x", "y", "heading", "speed", "accel", "length", "width")),
     ("agents.valid", BOOL, ("N",)),
     ("agents.route", I32, ("N",)),
+    ("agents.kind", I32, ("N",)),
     *((f"idm.{k}", F32, ("N",)) for k in ("v0", "T", "s0", "a", "b", "delta")),
     ("stop_s", F32, ("N",)),
     ("road.centers", F32, ("L", "P", 2)),
@@ -89,6 +93,16 @@ def schema() -> pa.Schema:
         t = ARROW[dtype] if shape == () else pa.list_(ARROW[dtype])
         cols.append(pa.field(column_name(path), t, nullable=path.startswith("log.")))
     return pa.schema(cols, metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()})
+
+
+def stored_column(table: pa.Table, name: str) -> pa.Array:
+    """Column ``name`` of a store table as one array; an ADDED_COLUMNS column absent from
+    an older store reads as zeros (agents_kind: every agent a vehicle)."""
+    if name in table.column_names or name not in ADDED_COLUMNS:
+        return table.column(name).combine_chunks()
+    like = table.column("agents_valid").combine_chunks()
+    zeros = pa.array(np.zeros(len(like.values), I32))
+    return pa.ListArray.from_arrays(like.offsets, zeros)
 
 
 def field_shape(shape: tuple, dims: dict) -> tuple[int, ...]:
@@ -258,7 +272,7 @@ class ScenarioStore:
                 path=str(self.path),
                 field="schema metadata",
             )
-        if self.version not in (1, SCHEMA_VERSION):
+        if self.version not in (1, 2, SCHEMA_VERSION):
             raise ScenarioError(
                 f"unsupported store schema version {self.version} (this drivesim reads {SCHEMA_VERSION})",
                 path=str(self.path),
@@ -353,7 +367,7 @@ class _RowGroup:
         self.stored = [dict(zip(DIMS, values, strict=True)) for values in zip(*stored, strict=True)]
         self.columns: dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
         for path, dtype, shape in FIELDS:
-            col = table.column(column_name(path)).combine_chunks()
+            col = stored_column(table, column_name(path))
             if shape == ():
                 self.columns[path] = (col.to_numpy(zero_copy_only=False).astype(dtype), None, None)
             else:

@@ -1,7 +1,7 @@
 """Whole-column reads of a scenario store: bucket keys of every row, and a batch of one
 bucket decoded straight into stacked (B, ...) arrays.
 
-A store (schema version 2) keeps each row padded to its bucket, so the rows of one bucket
+A store (schema version 2 and later) keeps each row padded to its bucket, so the rows of one bucket
 have equal list lengths and a batch is ``take(rows)`` on the Arrow columns followed by one
 ``reshape`` per field: no per-row Python objects. The result equals
 ``batching.stack_bucket`` of the same records bit for bit (padding scenarios up to
@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from drivesim.core.types import AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
 from drivesim.core.validate import ScenarioError
-from drivesim.scenarios.store import CLASS_COLUMNS, FIELDS, column_name, field_shape
+from drivesim.scenarios.store import CLASS_COLUMNS, FIELDS, column_name, field_shape, stored_column
 
 INFO_COLUMNS = ("family", "source", "name")
 
@@ -78,7 +78,7 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
     leaves = {}
     for path, dtype, shape in FIELDS:
         name = column_name(path)
-        col = t.column(name).combine_chunks()
+        col = stored_column(t, name)
         if shape == ():
             leaves[path] = _pad_rows(col.to_numpy(zero_copy_only=False).astype(dtype), total, path)
             continue

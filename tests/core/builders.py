@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, RoadMap, Scenario, replace
+from drivesim.core.types import (
+    CYCLIST,
+    IDM_DEFAULTS,
+    PEDESTRIAN,
+    VEHICLE,
+    AgentState,
+    IDMParams,
+    RoadMap,
+    Scenario,
+    replace,
+)
 from drivesim.scenarios.batching import pad_scenario, stack_scenarios
 from drivesim.scenarios.synthetic import FamilyConfig, highway
 
@@ -27,6 +37,7 @@ def make_scenario(
     *,
     length=4.5,
     width=1.8,
+    kind=0,
     stop_s=None,
     conflict=((0.0, 0.0), 0.0),
     sort_axis=(1.0, 0.0),
@@ -49,6 +60,7 @@ def make_scenario(
         width=full(width),
         valid=np.ones(n, bool),
         route=np.asarray(route, np.int32),
+        kind=np.broadcast_to(np.asarray(kind, np.int32), (n,)).copy(),
     )
     idm = idm or IDMParams(**{k: np.full(n, v, F) for k, v in IDM_DEFAULTS.items()})
     road = RoadMap(
@@ -212,3 +224,61 @@ def pad(sc: Scenario, **shape) -> Scenario:
 def batch(scenarios, **shape) -> Scenario:
     """Pad and stack host scenarios to the common test shape."""
     return stack_scenarios([pad(sc, **shape) for sc in scenarios])
+
+
+def _idm(v0, a=None) -> IDMParams:
+    """IDMParams with per-agent v0 (and a), the other parameters at IDM_DEFAULTS."""
+    n = len(v0)
+    p = {k: np.full(n, v, F) for k, v in IDM_DEFAULTS.items()}
+    p["v0"] = np.asarray(v0, F)
+    if a is not None:
+        p["a"] = np.asarray(a, F)
+    return IDMParams(**p)
+
+
+def _street_with_crosswalk(x_walk: float) -> tuple[np.ndarray, list[float]]:
+    """Two lanes along +x (y = 0, 3.6) and a crosswalk route along +y at x = x_walk."""
+    walk = np.array([[[x_walk, -10.0], [x_walk, 20.0]]])
+    return np.concatenate([straight_lanes(2), walk]), [3.6, 3.6, 3.0]
+
+
+def vru_street_case() -> Scenario:
+    """IDM traffic meeting road users: the ego (lane 0, x=30, 12 m/s) and, in lane 1, a car
+    (x=15, 10 m/s) behind a cyclist (x=40, 5 m/s, IDM a=2.5 so the cyclist's 1.5 m/s^2 cap
+    binds); a pedestrian (x=80, y=-3) walks up the crosswalk with v0=4 m/s, a=2 (capped to
+    1.5 m/s^2 and 3 m/s). The ego brakes for the pedestrian in its lane, the car for the
+    cyclist, the cyclist for the pedestrian once it enters lane 1."""
+    centers, widths = _street_with_crosswalk(80.0)
+    return make_scenario(
+        [(30.0, 0.05), (15.0, 3.6), (40.0, 3.62), (80.0, -3.0)],
+        [0.0, 0.0, 0.0, np.pi / 2],
+        [12.0, 10.0, 5.0, 1.3],
+        [0, 1, 1, 2],
+        centers,
+        widths,
+        ego=0,
+        length=[4.5, 4.5, 1.8, 0.5],
+        width=[1.8, 1.8, 0.6, 0.6],
+        kind=[VEHICLE, VEHICLE, CYCLIST, PEDESTRIAN],
+        idm=_idm([15.0, 12.0, 6.0, 4.0], a=[0.73, 0.73, 2.5, 2.0]),
+    )
+
+
+def vru_hit_case() -> Scenario:
+    """A constant-speed ego (lane 0, x=40, 15 m/s) hits a pedestrian walking up a crosswalk
+    at x=70 (from y=-2.5, 1.3 m/s, v0=1.4) at about 1.8 s, then a cyclist riding ahead in
+    its lane (x=85, 3 m/s, v0=3) at about 3.6 s; a car in lane 1 passes untouched."""
+    centers, widths = _street_with_crosswalk(70.0)
+    return make_scenario(
+        [(40.0, 0.0), (70.0, -2.5), (85.0, 0.02), (60.0, 3.6)],
+        [0.0, np.pi / 2, 0.0, 0.0],
+        [15.0, 1.3, 3.0, 12.0],
+        [0, 2, 0, 1],
+        centers,
+        widths,
+        ego=0,
+        length=[4.5, 0.5, 1.8, 4.5],
+        width=[1.8, 0.6, 0.6, 1.8],
+        kind=[VEHICLE, PEDESTRIAN, CYCLIST, VEHICLE],
+        idm=_idm([15.0, 1.4, 3.0, 12.0]),
+    )

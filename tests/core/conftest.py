@@ -58,6 +58,7 @@ CASES = {
         "crossing_main_ego": lambda: builders.crossing_case(ego=0),
         "uneven25": lambda: builders.highway_case(3, 6, episode_length=25),
         "highway7": lambda: builders.highway_case(7, 5),
+        "vru_street": builders.vru_street_case,
         # not compared with the reference (NaN), checked in test_metrics.py:
         "nan_valid": lambda: builders.with_nan(builders.highway_case(7, 5), 2),
         "nan_pad": lambda: builders.with_nan(builders.pad(builders.highway_case(7, 5)), 5),
@@ -66,6 +67,7 @@ CASES = {
         "crash": builders.stopped_car_case,
         "approach10": lambda: builders.stopped_car_case(episode_length=10, ego_accel=1.5),
         "highway4": lambda: builders.highway_case(4, 6),
+        "vru_hit": builders.vru_hit_case,
     },
     "open_loop": {
         "lone": builders.lone_ego_case,

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from drivesim.core.road_users import CYCLIST_LIMITS, PEDESTRIAN_LIMITS
+from drivesim.core.types import CYCLIST, PEDESTRIAN
+
 from .reference_boxes import box_corners, polygon_overlap, sat_separation  # noqa: F401
 
 MIN_GAP = 0.01
@@ -187,6 +190,7 @@ class ReferenceSim:
         self.length, self.width = _np(ag.length), _np(ag.width)
         self.valid = np.asarray(ag.valid, bool).copy()
         self.route_id = np.asarray(ag.route)
+        self.kind = np.asarray(ag.kind)
         self.idm_p = {k: _np(getattr(scenario.idm, k)) for k in ("v0", "T", "s0", "a", "b", "delta")}
         self.stop_s = _np(scenario.stop_s)
         road = scenario.road
@@ -343,6 +347,19 @@ class ReferenceSim:
                     pairs += 1
         return hit, pairs, partners
 
+    def _limits(self, i):
+        """(min_accel, max_accel, max_speed) of agent i: the config's, tightened for a
+        pedestrian or cyclist to its KindLimits."""
+        cfg = self.cfg
+        own = {PEDESTRIAN: PEDESTRIAN_LIMITS, CYCLIST: CYCLIST_LIMITS}.get(int(self.kind[i]))
+        if own is None:
+            return cfg.min_accel, cfg.max_accel, cfg.max_speed
+        return (
+            max(own.min_accel, cfg.min_accel),
+            min(own.max_accel, cfg.max_accel),
+            min(own.max_speed, cfg.max_speed),
+        )
+
     # -- one step
     def step(self, t, m):
         cfg = self.cfg
@@ -374,7 +391,7 @@ class ReferenceSim:
         steer = np.array([self._steer(i, proj) for i in range(self.n)])
         ego_a, ego_s = self._ego_action(t, proj, gap, lead_v, steer)
         accel[self.ego], steer[self.ego] = ego_a, ego_s
-        accel = np.clip(accel, cfg.min_accel, cfg.max_accel)
+        accel = np.array([np.clip(accel[i], *self._limits(i)[:2]) for i in range(self.n)])
         steer = np.clip(steer, -cfg.max_steer, cfg.max_steer)
         old_v, old_acc = self.v.copy(), self.acc.copy()
         e = self.ego
@@ -386,7 +403,7 @@ class ReferenceSim:
                 x = self.x[i] + self.v[i] * math.cos(self.h[i]) * cfg.dt
                 y = self.y[i] + self.v[i] * math.sin(self.h[i]) * cfg.dt
                 h = self.h[i] + self.v[i] * math.tan(steer[i]) / wheelbase * cfg.dt
-                v = min(max(self.v[i] + accel[i] * cfg.dt, 0.0), cfg.max_speed)
+                v = min(max(self.v[i] + accel[i] * cfg.dt, 0.0), self._limits(i)[2])
                 self.x[i], self.y[i], self.h[i], self.v[i] = x, y, h, v
                 self.acc[i] = (v - old_v[i]) / cfg.dt
         if t % cfg.resort_every == 0:  # one odd-even pass, parities alternating
@@ -398,8 +415,11 @@ class ReferenceSim:
         if hit[e] and not m["ego_collided"]:
             m["ego_collided"], m["collision_step"] = True, t
             m["collided_with"] = min(partners[e])
+            m["collided_with_kind"] = int(self.kind[m["collided_with"]])
         self.ever_hit |= hit
         m["agents_collided"] = int(np.sum(self.ever_hit))
+        m["pedestrians_collided"] = int(np.sum(self.ever_hit & (self.kind == PEDESTRIAN)))
+        m["cyclists_collided"] = int(np.sum(self.ever_hit & (self.kind == CYCLIST)))
         for i in range(self.n):
             if self.valid[i]:
                 edge = box_edge_distance(
@@ -438,6 +458,9 @@ def reference_rollout(scenario, policy, config) -> RefResult:
         collided_with=-1,
         agents_collided=0,
         agents_offroad=0,
+        collided_with_kind=-1,
+        pedestrians_collided=0,
+        cyclists_collided=0,
     )
     traj = {k: [] for k in ("x", "y", "heading", "speed", "valid")}
     for t in range(config.num_steps):

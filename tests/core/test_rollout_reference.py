@@ -22,6 +22,9 @@ EXACT_METRICS = (
     "collided_with",
     "agents_collided",
     "agents_offroad",
+    "collided_with_kind",
+    "pedestrians_collided",
+    "cyclists_collided",
 )
 
 CASE_IDS = [

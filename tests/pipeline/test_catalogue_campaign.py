@@ -62,3 +62,27 @@ def test_with_grid_fills_only_catalogue_specs_without_a_grid():
         "catalogue:cut_in?gap=1:2:2",
         "catalogue:lead_brake?gap=5",
     )
+
+
+def test_road_user_columns_reach_results_and_summary(tmp_path):
+    """cyclist_ahead over its lateral offset: the constant-speed ego hits the cyclist iff
+    |lat_offset| < 1.2 m; the per-type columns and the summary's road-user figures say so."""
+    from drivesim.pipeline.summary import campaign_summary, road_users_table
+
+    spec = "catalogue:cyclist_ahead?lat_offset=-0.5:1.5:5"
+    config = small_config(tmp_path / "c", sources=(spec,), policy="constant", num_steps=40, agents=None)
+    assert run_campaign(config).done == 5
+    sql = (
+        f"SELECT {param_sql('lat_offset')} AS lat_offset, ego_collided, collided_with_kind, "
+        "cyclists_collided, pedestrians_collided FROM results ORDER BY lat_offset"
+    )
+    rows = query(tmp_path / "c", sql).to_pylist()
+    assert [r["lat_offset"] for r in rows] == [-0.5, 0.0, 0.5, 1.0, 1.5]
+    for r in rows:
+        hit = abs(r["lat_offset"]) < 1.2
+        assert r["ego_collided"] == hit and r["collided_with_kind"] == (2 if hit else -1)
+        assert r["cyclists_collided"] == int(hit) and r["pedestrians_collided"] == 0
+    (figures,) = campaign_summary(tmp_path / "c")["road_users"]
+    assert figures["ego_hit_cyclist_rate"] == 0.8 and figures["cyclists_collided"] == 4
+    assert figures["ego_hit_pedestrian_rate"] == 0.0 and figures["pedestrians_collided"] == 0
+    assert road_users_table({"road_users": [figures]}) is not None

@@ -11,13 +11,15 @@ import pytest
 
 from drivesim.core.policies import default_policy_params
 from drivesim.core.rollout import rollout_trajectory
-from drivesim.core.types import SimConfig
+from drivesim.core.types import CYCLIST, PEDESTRIAN, VEHICLE, SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.catalogue import FAMILIES, CatalogueError, CatalogueSource, make_record
 from drivesim.scenarios.registry import SourceContext, SourceSpecError, check_spec, open_spec
 from drivesim.scenarios.synthetic import FamilyConfig
 
 STEPS = 80
+# cyclist_ahead: the boxes (car 1.8 m wide, cyclist 0.6 m) overlap laterally iff |lat_offset| < BAND
+CYCLIST_BAND = 0.5 * (1.8 + 0.6)
 # red_light_runner at its defaults (both at 13.89 m/s): the boxes meet iff |tta| < BAND
 RUNNER_BAND = 2 * (0.5 * 4.5 + 0.5 * 1.8) / 13.89
 CASES = {
@@ -32,6 +34,8 @@ CASES = {
     "runner_outside": ("red_light_runner", dict(tta=RUNNER_BAND + 0.15)),
     "runner_before": ("red_light_runner", dict(tta=-RUNNER_BAND - 0.15)),
     "runner_fast_ego": ("red_light_runner", dict(tta=-0.5, speed=25.0, adv_speed=5.0)),
+    "cyclist_inside": ("cyclist_ahead", dict(lat_offset=CYCLIST_BAND - 0.1)),
+    "cyclist_outside": ("cyclist_ahead", dict(lat_offset=-CYCLIST_BAND - 0.1)),
 }
 
 
@@ -70,10 +74,25 @@ def test_lead_brake_constant_ego_collides_idm_ego_brakes():
 def test_crossing_pedestrian_time_to_arrival():
     m, _ = _case("constant", "ped_tta0")
     assert bool(m.ego_collided) and int(m.collided_with) == 1
+    assert int(m.collided_with_kind) == PEDESTRIAN and int(m.pedestrians_collided) == 1
     m, _ = _case("constant", "ped_tta5")
     assert not bool(m.ego_collided)
+    assert int(m.collided_with_kind) == -1 and int(m.pedestrians_collided) == 0
     m, accel = _case("idm", "ped_tta0")
     assert not bool(m.ego_collided) and accel.min() < -1.0
+
+
+def test_cyclist_ahead_collides_inside_the_lateral_band_at_the_closing_time():
+    m, _ = _case("constant", "cyclist_inside")
+    assert bool(m.ego_collided) and int(m.collided_with_kind) == CYCLIST and int(m.cyclists_collided) == 1
+    # defaults: gap 20 m closed at 13.89 - 4.17 m/s: the boxes touch at 2.058 s (step index 20)
+    assert int(m.collision_step) == int(np.ceil(20.0 / (13.89 - 4.17) / 0.1)) - 1
+    m, _ = _case("constant", "cyclist_outside")  # passes 0.1 m to the cyclist's left
+    assert not bool(m.ego_collided) and int(m.cyclists_collided) == 0
+    m, accel = _case("idm", "cyclist_inside")  # the IDM ego brakes and follows the cyclist
+    assert not bool(m.ego_collided) and accel.min() < -1.0
+    sc = make_record("cyclist_ahead", {}, STEPS).scenario
+    assert list(sc.agents.kind) == [VEHICLE, CYCLIST]
 
 
 def test_red_light_runner_collides_exactly_inside_the_closed_form_band():

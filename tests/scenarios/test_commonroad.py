@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scenario_xml_cases import BILLION_LAUGHS, document, obstacle
 
+from drivesim.core.types import CYCLIST, PEDESTRIAN, VEHICLE
 from drivesim.scenarios.commonroad import ImportConfig, load_commonroad, resample_log
 from drivesim.scenarios.sources import ScenarioError
 
@@ -176,3 +177,22 @@ def test_oversized_file(tmp_path):
     path.write_text(document(obstacle(1)))
     with pytest.raises(ScenarioError, match="more than the 100 allowed"):
         load_commonroad(path, ImportConfig(max_bytes=100))
+
+
+@pytest.mark.parametrize("layout", ["2020a", "2018b"])
+def test_pedestrian_and_bicycle_obstacles_import_with_their_types(tmp_path, layout):
+    def typed(oid: int, x0: float, kind: str) -> str:
+        return obstacle(oid, x0, layout=layout).replace("<type>car</type>", f"<type>{kind}</type>")
+
+    obstacles = typed(1, 40.0, "pedestrian") + typed(2, 60.0, "bicycle") + typed(3, 80.0, "motorcycle")
+    path = tmp_path / "vru.xml"
+    path.write_text(document(obstacles, version=layout))
+    kind = load_commonroad(path).scenario.agents.kind
+    assert kind.dtype == np.int32
+    assert kind.tolist() == [VEHICLE, PEDESTRIAN, CYCLIST, VEHICLE]  # ego, then the obstacles in order
+
+
+def test_real_files_have_only_vehicles(real):
+    """The shipped files hold cars, a truck and a motorcycle: all import as vehicles."""
+    for record in real.values():
+        assert not record.scenario.agents.kind.any(), record.name

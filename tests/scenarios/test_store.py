@@ -98,3 +98,25 @@ def test_writer_rejects_bad_scenario_and_leaves_no_file(tmp_path):
     with pytest.raises(ScenarioError, match="non-finite"):
         write_store(path, [rec, bad])
     assert not path.exists() and not list(tmp_path.iterdir())
+
+
+def test_road_user_kinds_round_trip_and_version_2_stores_read_as_vehicles(tmp_path):
+    """Version 3 stores agents_kind; a version-2 store (no such column) still reads, through
+    load and read_batch alike, with every agent a vehicle."""
+    from drivesim.scenarios.catalogue import make_record
+
+    records = [make_record("crossing_pedestrian", {}, 20), make_record("cyclist_ahead", {}, 20)]
+    path = tmp_path / "vru.parquet"
+    write_store(path, records)
+    store = ScenarioStore(path)
+    assert [store.load(i).scenario.agents.kind.tolist() for i in range(2)] == [[0, 1], [0, 2]]
+    batch, _ = store.read_batch([0, 1])
+    assert batch.agents.kind[:, :2].tolist() == [[0, 1], [0, 2]]  # padded to the bucket: 0
+    table = pq.read_table(path).drop_columns(["agents_kind"])
+    old = tmp_path / "v2.parquet"
+    pq.write_table(table.replace_schema_metadata({b"drivesim.schema_version": b"2"}), old)
+    store = ScenarioStore(old)
+    assert store.load(1).scenario.agents.kind.tolist() == [0, 0]
+    np.testing.assert_array_equal(store.load(1).scenario.agents.x, records[1].scenario.agents.x)
+    batch, _ = store.read_batch([0, 1])
+    assert batch.agents.kind.dtype == np.int32 and not batch.agents.kind.any()

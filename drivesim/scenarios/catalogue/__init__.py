@@ -35,12 +35,19 @@ cut-out; NHTSA "lead vehicle stopped").
     lateral [s] 0.5..4 (2): the leader's lane-change duration. The leader drives
     min(1 s * speed, gap - 6.5 m) ahead of the ego, so it clears the stopped car by 2 m.
 
-crossing_pedestrian -- a 0.5 m x 0.5 m pedestrian waits on the right kerb (0.5 m outside
+crossing_pedestrian -- a 0.5 m x 0.5 m pedestrian (a PEDESTRIAN agent) waits on the right kerb (0.5 m outside
 the ego lane), then crosses both lanes (Euro NCAP AEB VRU CPNA, nearside adult; 5 km/h).
     tta [s] -4..10 (0): the ego's (constant-speed) arrival at the crossing point minus the
     pedestrian's arrival there (the ego lane's centre line); 0 is the protocol's 50% impact
     timing, > 0 the pedestrian is ahead of the ego; ped_speed [m/s] 0.5..3 (1.39);
     speed [m/s] 1..30 (11.11): ego speed (40 km/h).
+
+cyclist_ahead -- a cyclist (1.8 m x 0.6 m, a CYCLIST agent) rides ahead in the ego lane at
+constant speed (Euro NCAP AEB VRU CBLA, bicyclist longitudinal adult; 15 km/h).
+    gap [m] 2..150 (20): initial bumper gap ego -> cyclist; cyc_speed [m/s] 0..12 (4.17);
+    lat_offset [m] -1.5..1.5 (0): the cyclist's centre right of the ego lane centre; the
+    constant-speed ego hits it iff |lat_offset| < (1.8 + 0.6) / 2 = 1.2 m and it closes the gap in
+    time; speed [m/s] 1..30 (13.89): ego speed.
 
 red_light_runner -- at an intersection, a car from the right runs its red light across the
 ego's path (NHTSA pre-crash typology "running red light" / "straight crossing paths"; the

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
+from drivesim.core.types import IDM_DEFAULTS, VEHICLE, AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
 
 DT = 0.1  # [s] the simulation step of SimConfig's default (logs are built at this dt)
 LANE_WIDTH = 3.5  # [m]
@@ -29,7 +29,7 @@ class Actor:
     """A scripted agent: x, y, heading, speed (T,) float64 over the episode's log steps [m, rad,
     m/s]; length, width [m]; lane: its route index (the families route every agent on the ego
     lane, so one lane is occupied and the neighbour window is proven exact without the
-    all-pairs fallback)."""
+    all-pairs fallback); kind: its road-user type (AgentState.kind)."""
 
     x: np.ndarray
     y: np.ndarray
@@ -38,6 +38,7 @@ class Actor:
     length: float = CAR_LENGTH
     width: float = CAR_WIDTH
     lane: int = 0
+    kind: int = VEHICLE
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ def scenario(layout: Layout, steps: int, scenario_id: int) -> Scenario:
         width=np.array([CAR_WIDTH] + [a.width for a in actors], F32),
         valid=np.ones(n, bool),
         route=np.array([0] + [a.lane for a in actors], np.int32),
+        kind=np.array([VEHICLE] + [a.kind for a in actors], np.int32),
     )
     return Scenario(
         agents=agents,

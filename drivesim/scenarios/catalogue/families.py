@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drivesim.core.types import Scenario
+from drivesim.core.road_users import CYCLIST_SIZE
+from drivesim.core.types import CYCLIST, PEDESTRIAN, Scenario
 from drivesim.scenarios.catalogue import build
 from drivesim.scenarios.catalogue.build import CAR_LENGTH, LANE_WIDTH, Actor, Crossing, Layout
 from drivesim.scenarios.catalogue.params import CatalogueError, Param
@@ -105,8 +106,26 @@ def _crossing_pedestrian(v: dict[str, float], steps: int):
         length=PED_SIZE,
         width=PED_SIZE,
         lane=0,
+        kind=PEDESTRIAN,
     )
     return Layout(speed, [ped], 2)
+
+
+def _cyclist_ahead(v: dict[str, float], steps: int):
+    t = build.times(steps)
+    length, width = CYCLIST_SIZE
+    x0 = 0.5 * CAR_LENGTH + v["gap"] + 0.5 * length  # the cyclist's centre
+    cyclist = Actor(
+        x=x0 + v["cyc_speed"] * t,
+        y=np.full_like(t, -v["lat_offset"]),  # +lat_offset: right of the lane centre (-y)
+        heading=np.zeros_like(t),
+        speed=np.full_like(t, v["cyc_speed"]),
+        length=length,
+        width=width,
+        lane=0,
+        kind=CYCLIST,
+    )
+    return Layout(v["speed"], [cyclist], 2)
 
 
 def _red_light_runner(v: dict[str, float], steps: int):
@@ -174,6 +193,17 @@ FAMILIES: dict[str, Family] = {
             ),
             _crossing_pedestrian,
             "pedestrian crosses the ego lane from the right kerb",
+        ),
+        Family(
+            "cyclist_ahead",
+            (
+                Param("gap", "m", 2.0, 150.0, 20.0, "initial bumper gap ego -> cyclist"),
+                Param("cyc_speed", "m/s", 0.0, 12.0, 4.17, "cyclist speed, constant (15 km/h)"),
+                Param("lat_offset", "m", -1.5, 1.5, 0.0, "cyclist centre right of the ego lane centre"),
+                Param("speed", "m/s", 1.0, 30.0, 13.89, "ego initial speed (50 km/h)"),
+            ),
+            _cyclist_ahead,
+            "a cyclist rides ahead in the ego lane (Euro NCAP CBLA)",
         ),
         Family(
             "red_light_runner",

@@ -283,6 +283,7 @@ def pad_agents(agents: AgentState, idm: IDMParams, stop_s, valid):
     fill = dict(x=0.0, y=0.0, heading=0.0, speed=0.0, accel=0.0, length=1.0, width=1.0)
     fields = {k: jnp.where(valid, getattr(agents, k), F32(v)) for k, v in fill.items()}
     fields["route"] = jnp.where(valid, agents.route, 0).astype(jnp.int32)
+    fields["kind"] = jnp.where(valid, agents.kind, 0).astype(jnp.int32)
     padded = AgentState(**fields, valid=valid)
     idm = IDMParams(**{k: jnp.where(valid, getattr(idm, k), F32(IDM_DEFAULTS[k])) for k in IDM_DEFAULTS})
     return padded, idm, jnp.where(valid, stop_s, jnp.inf).astype(F32)

@@ -77,6 +77,7 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
         width=width,
         valid=valid,
         route=route,
+        kind=jnp.zeros(valid.shape, jnp.int32),
     )
     road_map = c.road(
         c.edge_pad(c.rotate(lines, angle)),

@@ -103,6 +103,7 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
         width=width,
         valid=slot < n,
         route=lane_of,
+        kind=jnp.zeros(slot.shape, jnp.int32),
     )
     road_map = c.road(
         c.rotate(centers, angle),
