@@ -27,15 +27,15 @@ from drivesim.core.types import SimConfig
 FAMILIES = ("highway", "intersection", "intersection_turns")
 
 
-def lateral(batch, steps: int) -> dict:
+def lateral(batch, steps: int, with_turns: bool) -> dict:
     """Fallback share and max / p99 lateral acceleration [m/s^2] on turning and straight routes."""
     metrics, traj = jax.device_get(simulate_trajectory(batch, idm_policy(), SimConfig(num_steps=steps)))
     lat = np.abs(traj.speed[:, 1:] * np.diff(traj.heading, axis=1) / 0.1)
     both = traj.valid[:, 1:] & traj.valid[:, :-1]
     n = batch.agents.valid.shape[1]
     others = batch.agents.valid & (np.arange(n)[None] != batch.ego_index[:, None])
-    straight_lanes = batch.road.lane_valid.sum(axis=1) - 8
-    turning = others & (batch.agents.route >= straight_lanes[:, None])
+    straight_lanes = batch.road.lane_valid.sum(axis=1) - 8  # intersection_turns: 8 turn slots
+    turning = others & (batch.agents.route >= straight_lanes[:, None]) & with_turns
     out = {"fallback": float(np.mean(metrics.window_overflow))}
     for name, mask in (("turn", turning), ("straight", others & ~turning)):
         values = lat[both & mask[:, None, :]]
@@ -56,7 +56,8 @@ def main(argv=None) -> int:
         record = run_engine(EngineConfig(workload=wl, harness=HarnessConfig(repeats=args.repeats)), batch)
         rate = record.scenarios_per_s
         small = jax.tree_util.tree_map(lambda a: a[:64], batch)
-        rows[family] = (rate, record.compile_s, lateral(small, 80) if family != "highway" else None)
+        lat = lateral(small, 80, family == "intersection_turns") if family != "highway" else None
+        rows[family] = (rate, record.compile_s, lat)
         print(family, rate, record.compile_s, rows[family][2], flush=True)
     base = rows["highway"][0]["median"]
     print(

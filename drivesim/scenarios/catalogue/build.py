@@ -29,7 +29,8 @@ class Actor:
     """A scripted agent: x, y, heading, speed (T,) float64 over the episode's log steps [m, rad,
     m/s]; length, width [m]; lane: its route index (the families route every agent on the ego
     lane, so one lane is occupied and the neighbour window is proven exact without the
-    all-pairs fallback)."""
+    all-pairs fallback; unprotected_left_turn's oncoming car has its own lane, which the
+    ego's curved route joins into one route group)."""
 
     x: np.ndarray
     y: np.ndarray
