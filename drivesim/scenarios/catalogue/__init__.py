@@ -58,6 +58,14 @@ crossing road has two 3.5 m lanes, drivable for every agent).
     meet iff |tta| < (L/2 + W/2) / speed + (L/2 + W/2) / adv_speed (cars L 4.5 m, W 1.8 m);
     adv_speed [m/s] 3..25 (13.89): the runner's constant speed; speed [m/s] 1..30 (13.89).
 
+unprotected_left_turn -- the ego turns left (a quarter circle of 12 m radius) across the lane
+of an oncoming car that goes straight (NHTSA "left turn across path / opposite direction";
+Euro NCAP CCFtap); the ego yields at the turn's start (its ``stop_s``, a conflict zone around
+the conflict point), so an IDM ego waits for a gap (:mod:`drivesim.scenarios.catalogue.left_turn`).
+    gap [s] -6..8 (0): the oncoming car's arrival at the conflict point minus the ego's (centres,
+    constant speeds); adv_speed [m/s] 3..25 (13.89); speed [m/s] 3..8 (6): the ego's speed
+    through the turn (lateral acceleration speed^2 / 12 m). Give episodes of 10 s or more.
+
 Times are from the start of the episode: use episodes of 8 s (80 steps) or more so that each
 event and its consequence fit. Bad parameters raise CatalogueError (a ValueError) of one line
 naming the family and the parameter.

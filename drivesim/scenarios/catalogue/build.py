@@ -29,7 +29,8 @@ class Actor:
     """A scripted agent: x, y, heading, speed (T,) float64 over the episode's log steps [m, rad,
     m/s]; length, width [m]; lane: its route index (the families route every agent on the ego
     lane, so one lane is occupied and the neighbour window is proven exact without the
-    all-pairs fallback); kind: its road-user type (AgentState.kind)."""
+    all-pairs fallback; unprotected_left_turn's oncoming car has its own lane, which the
+    ego's curved route joins into one route group); kind: its road-user type (AgentState.kind)."""
 
     x: np.ndarray
     y: np.ndarray
@@ -54,12 +55,16 @@ class Crossing:
 @dataclass(frozen=True)
 class Layout:
     """What a family's parameters build: the ego's initial speed [m/s], the scripted actors,
-    the main road's lane count and an optional crossing road."""
+    the main road's lane count and an optional crossing road. ``road``: a prebuilt road
+    (route 0 is the ego's) used instead of the straight lanes and crossing; ``ego_stop_s``:
+    arc length [m] of the ego's yield line (+inf: the ego has priority)."""
 
     ego_speed: float
     actors: list[Actor]
     lanes: int
     crossing: Crossing | None = None
+    road: RoadMap | None = None
+    ego_stop_s: float = np.inf
 
 
 def times(steps: int) -> np.ndarray:
@@ -129,7 +134,7 @@ def scenario(layout: Layout, steps: int, scenario_id: int) -> Scenario:
     n = 1 + len(actors)
     t_end = steps * DT
     reach = max([ego_speed * t_end] + [float(np.max(a.x)) for a in actors])
-    rm = road(layout.lanes, reach + ROAD_AHEAD, layout.crossing)
+    rm = layout.road if layout.road is not None else road(layout.lanes, reach + ROAD_AHEAD, layout.crossing)
     shape = (steps + 1, n)
     xy = np.zeros((*shape, 2), F32)
     heading, speed = np.zeros(shape, F32), np.zeros(shape, F32)
@@ -155,7 +160,7 @@ def scenario(layout: Layout, steps: int, scenario_id: int) -> Scenario:
     return Scenario(
         agents=agents,
         idm=IDMParams(**{k: np.full(n, v, F32) for k, v in IDM_DEFAULTS.items()}),
-        stop_s=np.full(n, np.inf, F32),
+        stop_s=np.array([layout.ego_stop_s] + [np.inf] * len(actors), F32),
         road=rm,
         ego_index=np.asarray(0, np.int32),
         episode_length=np.asarray(steps, np.int32),

@@ -15,7 +15,7 @@ import numpy as np
 
 from drivesim.core.road_users import CYCLIST_SIZE
 from drivesim.core.types import CYCLIST, PEDESTRIAN, Scenario
-from drivesim.scenarios.catalogue import build
+from drivesim.scenarios.catalogue import build, left_turn
 from drivesim.scenarios.catalogue.build import CAR_LENGTH, LANE_WIDTH, Actor, Crossing, Layout
 from drivesim.scenarios.catalogue.params import CatalogueError, Param
 
@@ -215,6 +215,7 @@ FAMILIES: dict[str, Family] = {
             _red_light_runner,
             "a car from the right runs its red light across the ego's path at an intersection",
         ),
+        Family("unprotected_left_turn", left_turn.PARAMS, left_turn.make, left_turn.DOC, left_turn.check_box),
     )
 }
 

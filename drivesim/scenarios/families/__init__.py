@@ -18,10 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from drivesim.core.types import Scenario, replace
-from drivesim.scenarios.families import common, highway, intersection, merge
+from drivesim.scenarios.families import common, highway, intersection, merge, turns
 from drivesim.scenarios.families.common import FamilyConfig
 
-FAMILIES = {m.NAME: m for m in (highway, merge, intersection)}
+FAMILIES = {m.NAME: m for m in (highway, merge, intersection, turns)}
 
 __all__ = ["FAMILIES", "FamilyConfig", "agent_counts", "build", "family", "generate_batch", "count_of"]
 
