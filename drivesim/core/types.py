@@ -120,6 +120,26 @@ class LogTrajectory:
 
 
 @pytree_dataclass
+class SignalPlan:
+    """Fixed-time traffic signal met by each agent on its route (drivesim.core.signals).
+
+    line_s: (..., N) float32 arc length of the signal's stop line along the agent's route
+        [m]; +inf: the agent meets no signal.
+    cycle: (..., N) float32 cycle length [s], > 0.
+    offset: (..., N) float32 time at which a green starts [s]: the light is green while
+        (t - offset) mod cycle < green, then amber for ``amber`` seconds, then red for the
+        rest of the cycle (all-red clearance included).
+    green, amber: (..., N) float32 durations [s], >= 0, green + amber <= cycle.
+    """
+
+    line_s: Array
+    cycle: Array
+    offset: Array
+    green: Array
+    amber: Array
+
+
+@pytree_dataclass
 class Scenario:
     """One traffic scenario.
 
@@ -133,6 +153,7 @@ class Scenario:
     scenario_id: (...) int32 global id (the scenario's random stream derives from it).
     valid: (...) bool; False marks a padding scenario (dropped from results).
     log: LogTrajectory or None.
+    signal: SignalPlan or None (no traffic signals; costs nothing in the rollout).
     """
 
     agents: AgentState
@@ -144,6 +165,7 @@ class Scenario:
     scenario_id: Array
     valid: Array
     log: LogTrajectory | None = None
+    signal: SignalPlan | None = None
 
     @property
     def num_agents(self) -> int:
@@ -175,6 +197,8 @@ class RolloutMetrics:
     collided_with: int32 agent slot the ego first overlapped, -1 if none.
     agents_collided: int32 agents (ego included) that overlapped another at some step.
     agents_offroad: int32 agents (ego included) with a box corner off-road at some step.
+    red_light_violation: bool, the ego's front bumper crossed its signal stop line during a
+        step that began with its light red (False without signals).
     """
 
     ego_collided: Array
@@ -193,6 +217,7 @@ class RolloutMetrics:
     collided_with: Array
     agents_collided: Array
     agents_offroad: Array
+    red_light_violation: Array
 
 
 METRIC_NAMES = tuple(f.name for f in fields(RolloutMetrics))

@@ -21,7 +21,8 @@ RESULTS_DIR = "results"
 # 2: min_road_edge_distance_m, collided_with, agents_collided, agents_offroad; offroad from
 # the box corners, min_ttc_s against vehicles only, max_jerk from step 1, IDM s* clamped,
 # window_overflow = the scenario was recomputed by the exact all-pairs search.
-RESULTS_SCHEMA_VERSION = 2
+# 3: red_light_violation (the ego crossed its signal stop line on red).
+RESULTS_SCHEMA_VERSION = 3
 
 SCHEMA = pa.schema(
     [
@@ -51,6 +52,7 @@ SCHEMA = pa.schema(
         ("collided_with", pa.int32()),
         ("agents_collided", pa.int32()),
         ("agents_offroad", pa.int32()),
+        ("red_light_violation", pa.bool_()),
         ("batch_id", pa.int64()),
         ("process_index", pa.int32()),
     ],
@@ -74,6 +76,7 @@ METRIC_COLUMNS = (
     "collided_with",
     "agents_collided",
     "agents_offroad",
+    "red_light_violation",
 )
 
 

@@ -71,6 +71,7 @@ def outcomes_section(data: CampaignData) -> Section:
             r.get("agents_collided"),
             r.get("agents_offroad"),
             r.get("fallback_rate"),
+            r.get("red_light_rate"),
         )
         for r in out.by_family
     ]
@@ -91,6 +92,7 @@ def outcomes_section(data: CampaignData) -> Section:
                     "mean agents collided",
                     "mean agents off-road",
                     "exact-fallback rate",
+                    "red-light violation rate",
                 ),
                 rows,
                 caption="By scenario family",

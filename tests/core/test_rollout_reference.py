@@ -22,6 +22,7 @@ EXACT_METRICS = (
     "collided_with",
     "agents_collided",
     "agents_offroad",
+    "red_light_violation",
 )
 
 CASE_IDS = [
