@@ -218,7 +218,8 @@ def _leaders(state: SimState, scenario: Scenario, config: SimConfig, policy):
         return leader
     b = jnp.where(a.is_ego, policy.b, a.b) if isinstance(policy, IDMParams) else a.b
     time = signals.step_time(state.t, config.dt)
-    return signals.signal_leader(a.signal, time, proj.s, a.speed, a.length, b, leader)
+    brakes = (b, -config.min_accel)
+    return signals.signal_leader(a.signal, time, proj.s, a.speed, a.length, brakes, leader)
 
 
 def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Array, step_index):

@@ -8,7 +8,9 @@ none of this.
 Stop-line rule (each step, from the state at its start):
 
 * red: the stop line is a standing obstacle (an IDM leader with speed 0) while the agent's
-  front bumper has not reached it;
+  front bumper has not reached it and it can still stop before it at the engine's braking
+  limit (v^2 / (2 |SimConfig.min_accel|) <= gap); an agent already too close to stop (it
+  entered on amber) goes on instead of braking in vain;
 * amber: the same, if the agent can still stop before the line at its comfortable
   deceleration b, i.e. v^2 / (2 b) <= gap (the critical stopping distance of Gazis, Herman
   and Maradudin 1960, "The problem of the amber signal light in traffic flow", with no
@@ -51,23 +53,26 @@ def line_gap(rows: Array, s: Array, length: Array) -> Array:
     return rows[0] - s - 0.5 * length
 
 
-def must_stop(light: Array, gap: Array, speed: Array, b: Array) -> Array:
+def must_stop(light: Array, gap: Array, speed: Array, b: Array, b_max: float) -> Array:
     """Whether the stop line is a standing obstacle for each agent; (N,) bool.
-    light: phase (N,); gap: line_gap (N,); speed (N,) [m/s]; b: comfortable deceleration (N,)."""
-    can_stop = speed * speed <= 2.0 * b * gap
-    return (gap > 0.0) & ((light == RED) | ((light == AMBER) & can_stop))
+    light: phase (N,); gap: line_gap (N,); speed (N,) [m/s]; b: comfortable deceleration
+    (N,) [m/s^2] (amber); b_max: the braking limit [m/s^2] (red)."""
+    v2 = speed * speed
+    red = (light == RED) & (v2 <= 2.0 * b_max * gap)
+    return (gap > 0.0) & (red | ((light == AMBER) & (v2 <= 2.0 * b * gap)))
 
 
 def signal_leader(
-    rows: Array, time: Array, s: Array, speed: Array, length: Array, b: Array, leader: tuple
+    rows: Array, time: Array, s: Array, speed: Array, length: Array, brakes: tuple, leader: tuple
 ) -> tuple[Array, Array, Array]:
     """Each agent's leader with its signal's stop line taken into account.
 
-    leader: (gap, leader speed, has leader), (N,) each; returns the same with the stop line
-    where it must stop and is nearer than the leader."""
+    brakes: (b (N,), b_max) as in ``must_stop``; leader: (gap, leader speed, has leader),
+    (N,) each; returns the same with the stop line where it must stop and is nearer than
+    the leader."""
     gap, lead_v, has_lead = leader
     stop_gap = line_gap(rows, s, length)
-    use = must_stop(phase(rows, time), stop_gap, speed, b) & (stop_gap < gap)
+    use = must_stop(phase(rows, time), stop_gap, speed, *brakes) & (stop_gap < gap)
     return jnp.where(use, stop_gap, gap), jnp.where(use, 0.0, lead_v), has_lead | use
 
 

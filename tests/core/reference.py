@@ -374,8 +374,9 @@ class ReferenceSim:
             if busy and stop_gap > -1.0 and stop_gap < gap[i]:
                 gap[i], lead_v[i], has_lead[i] = stop_gap, 0.0, True
             b = self._ego_b() if i == self.ego else self.idm_p["b"][i]
+            brakes = (b, -cfg.min_accel)
             line_gap = self.signals.stop_gap(
-                i, proj[i][0], self.length[i], self.v[i], b, t * cfg.dt, self.margins
+                i, proj[i][0], self.length[i], self.v[i], brakes, t * cfg.dt, self.margins
             )
             if line_gap is not None and line_gap < gap[i]:
                 self.margins.append(("signal_vs_leader", abs(line_gap - gap[i])))

@@ -2,8 +2,9 @@
 
 The light of a fixed-time plan at time t: green while (t - offset) mod cycle < green, then
 amber for ``amber`` s, red for the rest. A red stop line is a standing obstacle until the
-front bumper reaches it; on amber the agent stops iff v^2 / (2 b) <= its gap to the line
-(Gazis, Herman and Maradudin 1960, no reaction time).
+front bumper reaches it, if v^2 / (2 b_max) <= its gap to the line (b_max: the braking
+limit); on amber the agent stops iff v^2 / (2 b) <= the gap (Gazis, Herman and Maradudin
+1960, no reaction time).
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ class ReferenceSignals:
             return "green"
         return "amber" if u < self.green[i] + self.amber[i] else "red"
 
-    def stop_gap(self, i: int, s: float, length: float, speed: float, b: float, time: float, margins: list):
-        """Gap [m] to agent i's stop line when it must stop there now, else None."""
+    def stop_gap(
+        self, i: int, s: float, length: float, speed: float, brakes: tuple, time: float, margins: list
+    ):
+        """Gap [m] to agent i's stop line when it must stop there now, else None.
+        brakes: (comfortable b, braking limit b_max) [m/s^2]."""
+        b, b_max = brakes
         if not np.isfinite(self.line[i]):
             return None
         gap = self.line[i] - s - 0.5 * length
@@ -39,7 +44,11 @@ class ReferenceSignals:
         light = self.light(i, time, margins)
         if light == "amber":
             margins.append(("amber_stop", abs(speed * speed - 2.0 * b * gap)))
-        stop = light == "red" or (light == "amber" and speed * speed <= 2.0 * b * gap)
+        if light == "red":
+            margins.append(("red_stop", abs(speed * speed - 2.0 * b_max * gap)))
+        stop = (light == "red" and speed * speed <= 2.0 * b_max * gap) or (
+            light == "amber" and speed * speed <= 2.0 * b * gap
+        )
         return gap if stop and gap > 0.0 else None
 
     def ran_red(self, i: int, front_before: float, front_after: float, time: float, margins: list) -> bool:
