@@ -86,8 +86,3 @@ def crossed_on_red(line_s: Array, light: Array, front_before: Array, front_after
 def step_time(t: Array, dt: float) -> Array:
     """Simulated time [s] at the start of step ``t`` (float32, as the rollout computes it)."""
     return t.astype(jnp.float32) * jnp.float32(dt)
-
-
-def no_signal_plan(n: int, xp=np) -> SignalPlan:
-    """A SignalPlan of ``n`` agents none of which meets a signal (float32 arrays)."""
-    return SignalPlan(**{k: xp.full((n,), v, xp.float32) for k, v in NO_SIGNAL.items()})
