@@ -24,7 +24,8 @@ import shutil  # noqa: E402
 import pytest  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# the shared data beside the checkout, or DRIVESIM_SHARED_DATA (a worktree elsewhere)
+SHARED_DATA = pathlib.Path(os.environ.get("DRIVESIM_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ _EXPORTS = {
     "RoadMap": "drivesim.core.types",
     "RolloutMetrics": "drivesim.core.types",
     "Scenario": "drivesim.core.types",
+    "SignalPlan": "drivesim.core.types",
     "SimConfig": "drivesim.core.types",
     "Trajectory": "drivesim.core.types",
     # road-user types

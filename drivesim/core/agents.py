@@ -71,6 +71,8 @@ class SortedAgents:
         holds an agent; agent_id: slot index in the scenario's original order. Read them
         through the row attributes below (``a.length``, ``a.idm``, ``a.seg`` ...): (N,)
         arrays, bool for flags.
+    signal: (5, N) float32 packed SignalPlan rows (drivesim.core.signals.ROWS) in sorted
+        order, or None in a scenario without signals.
     """
 
     x: Array
@@ -83,6 +85,7 @@ class SortedAgents:
     valid: Array
     outcome: Array
     props: Array
+    signal: Array | None = None
 
     length = _PropRow()
     width = _PropRow()

@@ -21,6 +21,7 @@ class StepInfo:
     ego_edge: signed distance of the ego's worst corner to the road edge [m].
     collided_with: id of the agent the ego overlaps (-1: none). agents_collided,
     agents_offroad: agents that collided / had a corner off-road so far.
+    red_light: the ego's front bumper crossed its signal stop line on red this step.
     """
 
     active: Array
@@ -38,6 +39,7 @@ class StepInfo:
     collided_with: Array
     agents_collided: Array
     agents_offroad: Array
+    red_light: Array
 
 
 @pytree_dataclass
@@ -61,6 +63,7 @@ class MetricsState:
     collided_with: Array
     agents_collided: Array
     agents_offroad: Array
+    red_light_violation: Array
 
 
 def init_metrics() -> MetricsState:
@@ -84,6 +87,7 @@ def init_metrics() -> MetricsState:
         collided_with=jnp.full((), -1, jnp.int32),
         agents_collided=jnp.zeros((), jnp.int32),
         agents_offroad=jnp.zeros((), jnp.int32),
+        red_light_violation=jnp.zeros((), bool),
     )
 
 
@@ -114,6 +118,7 @@ def update_metrics(m: MetricsState, info: StepInfo, t: Array) -> MetricsState:
         collided_with=jnp.where(first_hit, info.collided_with, m.collided_with),
         agents_collided=jnp.where(on, info.agents_collided, m.agents_collided).astype(jnp.int32),
         agents_offroad=jnp.where(on, info.agents_offroad, m.agents_offroad).astype(jnp.int32),
+        red_light_violation=m.red_light_violation | (on & info.red_light),
     )
 
 
@@ -140,4 +145,5 @@ def finalize_metrics(m: MetricsState, has_log: bool, by_kind: dict[str, Array]) 
         agents_collided=m.agents_collided,
         agents_offroad=m.agents_offroad,
         **by_kind,
+        red_light_violation=m.red_light_violation,
     )

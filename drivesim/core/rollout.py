@@ -16,7 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import behavior, certificate, exact, interactions
+from drivesim.core import behavior, certificate, exact, interactions, signals
 from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
@@ -36,6 +36,7 @@ from drivesim.core.road_users import kind_limits, kind_metrics
 from drivesim.core.step_metrics import EgoBefore, step_info
 from drivesim.core.types import (
     Array,
+    IDMParams,
     RolloutMetrics,
     Scenario,
     SimConfig,
@@ -112,7 +113,10 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     key = interactions.sort_key(x, y, ag.valid, scenario.road.sort_axis)
     order = jnp.lexsort((key, props[PROP_ROWS.index("group")]))
     outcome = jnp.zeros(n, jnp.int32)
-    agents = SortedAgents(**{k: v[order] for k, v in dyn.items()}, outcome=outcome, props=props[:, order])
+    signal = None if scenario.signal is None else signals.pack(scenario.signal)[:, order]
+    agents = SortedAgents(
+        **{k: v[order] for k, v in dyn.items()}, outcome=outcome, props=props[:, order], signal=signal
+    )
     proj = project(agents.x, agents.y, agents.seg)
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     reach = jnp.max(jnp.where(ag.valid, diag, 0.0))
@@ -192,8 +196,9 @@ def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig) 
     return {"lead_gap": gap, "lead_speed": speed}
 
 
-def _leaders(state: SimState, scenario: Scenario, config: SimConfig):
-    """Gap to, and speed of, each agent's leader (vehicle or yield line); (N,) each."""
+def _leaders(state: SimState, scenario: Scenario, config: SimConfig, policy):
+    """Gap to, and speed of, each agent's leader (vehicle, yield line or signal stop line);
+    (N,) each. The IDM ego decides on amber with its policy's comfortable deceleration."""
     a, proj = state.agents, state.proj
     gap, lead_v = state.lead_gap, state.lead_speed
     has_lead = jnp.isfinite(gap)
@@ -210,9 +215,13 @@ def _leaders(state: SimState, scenario: Scenario, config: SimConfig):
     )
     stop_gap = a.stop_s - proj.s - 0.5 * a.length
     use_stop = busy & (stop_gap > -1.0) & (stop_gap < gap)
-    gap = jnp.where(use_stop, stop_gap, gap)
-    lead_v = jnp.where(use_stop, 0.0, lead_v)
-    return gap, lead_v, has_lead | use_stop
+    leader = (jnp.where(use_stop, stop_gap, gap), jnp.where(use_stop, 0.0, lead_v), has_lead | use_stop)
+    if a.signal is None:
+        return leader
+    b = jnp.where(a.is_ego, policy.b, a.b) if isinstance(policy, IDMParams) else a.b
+    time = signals.step_time(state.t, config.dt)
+    brakes = (b, -config.min_accel)
+    return signals.signal_leader(a.signal, time, proj.s, a.speed, a.length, brakes, leader)
 
 
 def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Array, step_index):
@@ -257,7 +266,7 @@ def advance(
     active = scenario.valid & (t < scenario.episode_length)
     with jax.named_scope("leaders"):
         proj = state.proj
-        gap, lead_v, has_lead = _leaders(state, scenario, config)
+        gap, lead_v, has_lead = _leaders(state, scenario, config, policy)
     with jax.named_scope("controls"):
         accel = behavior.follow_acceleration(a.speed, gap, lead_v, a.idm)
         target_x, target_y = point_at(proj.s + behavior.lookahead_distance(a.speed, config), a.seg)
@@ -302,6 +311,7 @@ def advance(
             **{k: jnp.where(moving, v, getattr(a, k)) for k, v in new.items()},
             outcome=a.outcome,
             props=a.props,
+            signal=a.signal,
         )
     with jax.named_scope("resort"):
         agents = _resort(agents, scenario, config, t, step_index)

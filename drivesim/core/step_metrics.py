@@ -7,6 +7,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from drivesim.core import signals
 from drivesim.core.collisions import collisions
 from drivesim.core.lifecycle import log_divergence
 from drivesim.core.metrics import StepInfo
@@ -82,6 +83,22 @@ def step_info(state, agents, proj, scenario, config, active, ego_pre: EgoBefore)
         collided_with=partner,
         agents_collided=jnp.sum((agents.outcome & 1 > 0) | (agents.valid & hit_any)),
         agents_offroad=jnp.sum((agents.outcome & 2 > 0) | off),
+        red_light=_ego_ran_red(state, agents, proj, config),
     )
     outcome = jnp.where(agents.valid & hit_any, 1, 0) | jnp.where(off, 2, 0)
     return info, outcome
+
+
+def _ego_ran_red(state, agents, proj, config) -> Array:
+    """() bool: the ego's front bumper crossed its signal stop line during this step, which
+    began on red (False in a scenario without signals). ``state``: before the step
+    (its own sorted order); ``agents``, ``proj``: after it."""
+    if agents.signal is None:
+        return jnp.zeros((), bool)
+    old = state.agents
+    light = signals.phase(old.signal, signals.step_time(state.t, config.dt))
+    line, light, front_before = ego_values(
+        old.is_ego, [old.signal[0], light, state.proj.s + 0.5 * old.length]
+    )
+    (front_after,) = ego_values(agents.is_ego, [proj.s + 0.5 * agents.length])
+    return signals.crossed_on_red(line, jnp.round(light).astype(jnp.int32), front_before, front_after)

@@ -127,6 +127,26 @@ class LogTrajectory:
 
 
 @pytree_dataclass
+class SignalPlan:
+    """Fixed-time traffic signal met by each agent on its route (drivesim.core.signals).
+
+    line_s: (..., N) float32 arc length of the signal's stop line along the agent's route
+        [m]; +inf: the agent meets no signal.
+    cycle: (..., N) float32 cycle length [s], > 0.
+    offset: (..., N) float32 time at which a green starts [s]: the light is green while
+        (t - offset) mod cycle < green, then amber for ``amber`` seconds, then red for the
+        rest of the cycle (all-red clearance included).
+    green, amber: (..., N) float32 durations [s], >= 0, green + amber <= cycle.
+    """
+
+    line_s: Array
+    cycle: Array
+    offset: Array
+    green: Array
+    amber: Array
+
+
+@pytree_dataclass
 class Scenario:
     """One traffic scenario.
 
@@ -140,6 +160,7 @@ class Scenario:
     scenario_id: (...) int32 global id (the scenario's random stream derives from it).
     valid: (...) bool; False marks a padding scenario (dropped from results).
     log: LogTrajectory or None.
+    signal: SignalPlan or None (no traffic signals; costs nothing in the rollout).
     """
 
     agents: AgentState
@@ -151,6 +172,7 @@ class Scenario:
     scenario_id: Array
     valid: Array
     log: LogTrajectory | None = None
+    signal: SignalPlan | None = None
 
     @property
     def num_agents(self) -> int:
@@ -185,6 +207,8 @@ class RolloutMetrics:
     collided_with_kind: int32 road-user type (AgentState.kind) of ``collided_with``, -1 if none.
     pedestrians_collided, cyclists_collided: int32 pedestrians / cyclists among
         ``agents_collided``.
+    red_light_violation: bool, the ego's front bumper crossed its signal stop line during a
+        step that began with its light red (False without signals).
     """
 
     ego_collided: Array
@@ -207,6 +231,7 @@ class RolloutMetrics:
     collided_with_kind: Array
     pedestrians_collided: Array
     cyclists_collided: Array
+    red_light_violation: Array
 
 
 METRIC_NAMES = tuple(f.name for f in fields(RolloutMetrics))

@@ -90,6 +90,7 @@ def validate_scenario(scenario: Scenario, where: str = "") -> None:
         fail("stop_s", "NaN stop arc length")
     _check_road(scenario, ag, valid, fail)
     _check_log(scenario, n, fail)
+    _check_signal(scenario, n, valid, fail)
     if int(np.asarray(scenario.episode_length)) < 1:
         fail("episode_length", "episode length must be >= 1")
     _check_ranges(scenario, valid, fail)
@@ -168,3 +169,30 @@ def _check_log(scenario: Scenario, n: int, fail) -> None:
     lv = np.asarray(log.valid, bool)
     if not np.all(np.isfinite(np.asarray(log.xy)[lv])) or not np.all(np.isfinite(np.asarray(log.speed)[lv])):
         fail("log.xy", "non-finite logged state")
+
+
+def _check_signal(scenario: Scenario, n: int, valid: np.ndarray, fail) -> None:
+    """Shapes and values of the SignalPlan (drivesim.core.signals), real agents only."""
+    plan = scenario.signal
+    if plan is None:
+        return
+    values = {}
+    for name in plan.__dataclass_fields__:
+        value = np.asarray(getattr(plan, name))
+        if value.shape != (n,):
+            fail(f"signal.{name}", f"shape {value.shape} != ({n},)")
+        values[name] = value[valid].astype(np.float64)
+        if np.any(np.isnan(values[name])):
+            fail(f"signal.{name}", "NaN value")
+    if np.any(values["line_s"] == -np.inf):
+        fail("signal.line_s", "stop line at -inf (use +inf for an agent without a signal)")
+    for name in ("cycle", "offset", "green", "amber"):
+        if not np.all(np.isfinite(values[name])):
+            fail(f"signal.{name}", "non-finite value (Inf)")
+    if np.any(values["cycle"] <= 0):
+        fail("signal.cycle", "cycle length must be > 0 s")
+    for name in ("green", "amber"):
+        if np.any(values[name] < 0):
+            fail(f"signal.{name}", "duration must be >= 0 s")
+    if np.any(values["green"] + values["amber"] > values["cycle"] * (1 + 1e-6)):
+        fail("signal.green", "green + amber longer than the cycle")

@@ -21,7 +21,8 @@ RESULTS_DIR = "results"
 # 2: min_road_edge_distance_m, collided_with, agents_collided, agents_offroad; offroad from
 # the box corners, min_ttc_s against vehicles only, max_jerk from step 1, IDM s* clamped,
 # window_overflow = the scenario was recomputed by the exact all-pairs search.
-# 3: road-user types: collided_with_kind, pedestrians_collided, cyclists_collided.
+# 3: road-user types (collided_with_kind, pedestrians_collided, cyclists_collided) and
+#    red_light_violation (the ego crossed its signal stop line on red).
 RESULTS_SCHEMA_VERSION = 3
 
 SCHEMA = pa.schema(
@@ -56,6 +57,7 @@ SCHEMA = pa.schema(
         ("collided_with_kind", pa.int32()),
         ("pedestrians_collided", pa.int32()),
         ("cyclists_collided", pa.int32()),
+        ("red_light_violation", pa.bool_()),
         ("batch_id", pa.int64()),
         ("process_index", pa.int32()),
     ],
@@ -82,6 +84,7 @@ METRIC_COLUMNS = (
     "collided_with_kind",
     "pedestrians_collided",
     "cyclists_collided",
+    "red_light_violation",
 )
 
 

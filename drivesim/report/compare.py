@@ -20,7 +20,11 @@ import numpy as np
 
 Z95 = 1.959963984540054
 TTC_CAP_S = 10.0  # min TTC above this (or infinite: never closing) counts as this in means
-RATES = (("ego_collided", "collision rate"), ("offroad", "off-road rate"))
+RATES = (
+    ("ego_collided", "collision rate"),
+    ("offroad", "off-road rate"),
+    ("red_light_violation", "red-light violation rate"),
+)
 MEANS = (("progress_m", "progress [m]"), ("min_ttc_s", "min TTC [s] (capped)"))
 ALPHA = 0.05
 

@@ -73,6 +73,7 @@ def outcomes_section(data: CampaignData) -> Section:
             r.get("pedestrians_collided"),
             r.get("cyclists_collided"),
             r.get("fallback_rate"),
+            r.get("red_light_rate"),
         )
         for r in out.by_family
     ]
@@ -95,6 +96,7 @@ def outcomes_section(data: CampaignData) -> Section:
                     "pedestrians collided",
                     "cyclists collided",
                     "exact-fallback rate",
+                    "red-light violation rate",
                 ),
                 rows,
                 caption="By scenario family",

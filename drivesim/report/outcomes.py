@@ -123,6 +123,7 @@ def _group_rates(con: duckdb.DuckDBPyConnection, cols: frozenset[str], key: str)
                count(*) FILTER ({ok}) AS ok,
                {_rate(cols, "ego_collided")} AS collision_rate,
                {_rate(cols, "offroad")} AS offroad_rate,
+               {_rate(cols, "red_light_violation")} AS red_light_rate,
                {_rate(cols, "has_nan")} AS nan_rate,
                {_mean(cols, "progress_m")} AS progress_m,
                {_median(cols, "min_ttc_s")} AS min_ttc_s,

@@ -210,6 +210,7 @@ def render_replay(rep: Replay, dt: float = 0.1) -> str:
         "min TTC [s]": _num(rep.metrics["min_ttc_s"]),
         "progress [m]": _num(rep.metrics["progress_m"]),
         "off-road": bool(rep.metrics["offroad"]),
+        "red light run": bool(rep.metrics["red_light_violation"]),
     }
     if (
         row

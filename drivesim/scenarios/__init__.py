@@ -26,6 +26,9 @@ _EXPORTS = {
     "pad_and_stack": "drivesim.scenarios.batching",
     "padding_waste": "drivesim.scenarios.batching",
     "size_class": "drivesim.scenarios.batching",
+    "Light": "drivesim.scenarios.signal_timing",
+    "two_phase": "drivesim.scenarios.signal_timing",
+    "yellow_interval": "drivesim.scenarios.signal_timing",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

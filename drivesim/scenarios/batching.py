@@ -8,7 +8,17 @@ from operator import attrgetter
 
 import numpy as np
 
-from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, LogTrajectory, RoadMap, Scenario, replace
+from drivesim.core.signals import NO_SIGNAL
+from drivesim.core.types import (
+    IDM_DEFAULTS,
+    AgentState,
+    IDMParams,
+    LogTrajectory,
+    RoadMap,
+    Scenario,
+    SignalPlan,
+    replace,
+)
 from drivesim.core.validate import ScenarioError
 from drivesim.scenarios.record import ScenarioRecord
 
@@ -35,13 +45,33 @@ def _pad_axis(values: np.ndarray, axis: int, size: int, fill) -> np.ndarray:
     return np.concatenate([values, pad], axis=axis)
 
 
+def pad_signal(plan: SignalPlan | None, n: int, num_agents: int) -> SignalPlan:
+    """A scenario's SignalPlan padded to ``num_agents`` (``n`` real slots); agents that meet
+    no signal, padding slots included, get drivesim.core.signals.NO_SIGNAL."""
+    if plan is None:
+        return SignalPlan(**{k: np.full(num_agents, v, np.float32) for k, v in NO_SIGNAL.items()})
+    return SignalPlan(
+        **{
+            k: _pad_axis(np.asarray(getattr(plan, k), np.float32), 0, num_agents, v)
+            for k, v in NO_SIGNAL.items()
+        }
+    )
+
+
 def pad_scenario(
-    sc: Scenario, num_agents: int, num_lanes: int, num_points: int, log_steps: int | None = None
+    sc: Scenario,
+    num_agents: int,
+    num_lanes: int,
+    num_points: int,
+    log_steps: int | None = None,
+    signals: bool | None = None,
 ) -> Scenario:
     """Pad one host scenario to (N, L, P[, T]) = (num_agents, num_lanes, num_points, log_steps).
 
     Padding agents have valid=False, unit box size and default IDM parameters; padding
-    lanes have lane_valid=False; polylines repeat their last point.
+    lanes have lane_valid=False; polylines repeat their last point. signals: give the result
+    a SignalPlan (True; no-signal rows where the scenario has none) or not (False); None:
+    keep the scenario's.
     """
     ag = sc.agents
     pa = lambda v, fill: _pad_axis(np.asarray(v), 0, num_agents, fill)  # noqa: E731
@@ -68,6 +98,7 @@ def pad_scenario(
             valid=pt(sc.log.valid, False),
             replay=pa(sc.log.replay, False),
         )
+    with_signal = sc.signal is not None if signals is None else signals
     return Scenario(
         agents=agents,
         idm=idm,
@@ -78,6 +109,7 @@ def pad_scenario(
         scenario_id=sc.scenario_id,
         valid=sc.valid,
         log=log,
+        signal=pad_signal(sc.signal, len(np.asarray(ag.x)), num_agents) if with_signal else None,
     )
 
 
@@ -95,7 +127,8 @@ def pad_and_stack(scenarios: list[Scenario], num_agents: int | None = None) -> S
     points = max(s.road.centers.shape[1] for s in scenarios)
     logs = [s.log.valid.shape[0] for s in scenarios if s.log is not None]
     steps = max(logs) if logs else None
-    return stack_scenarios([pad_scenario(s, n, lanes, points, steps) for s in scenarios])
+    signals = any(s.signal is not None for s in scenarios)
+    return stack_scenarios([pad_scenario(s, n, lanes, points, steps, signals) for s in scenarios])
 
 
 # --- size classes and bucketing -------------------------------------------------------
@@ -207,7 +240,8 @@ def stack_bucket(records: list[ScenarioRecord], key: BucketKey, batch_size: int 
 
 def _pad_then_stack(scenarios: list[Scenario], key: BucketKey, batch_size: int | None) -> Scenario:
     """The reference path of stack_bucket: pad each scenario, then stack every leaf."""
-    padded = [pad_scenario(sc, key.agents, key.lanes, key.points, key.log_steps) for sc in scenarios]
+    signals = any(sc.signal is not None for sc in scenarios)
+    padded = [pad_scenario(sc, key.agents, key.lanes, key.points, key.log_steps, signals) for sc in scenarios]
     if batch_size is not None and len(padded) < batch_size:
         filler = replace(padded[0], valid=np.asarray(False), scenario_id=np.asarray(-1, np.int32))
         padded += [filler] * (batch_size - len(padded))
@@ -322,6 +356,18 @@ def _fill_bucket(scenarios: list[Scenario], key: BucketKey, batch_size: int | No
         scenario_id=plain("scenario_id", np.asarray(-1, np.int32)),
         valid=plain("valid", np.asarray(False)),
         log=_fill_logs(scenarios, key, total),
+        signal=_fill_signals(scenarios, key, total),
+    )
+
+
+def _fill_signals(scenarios: list[Scenario], key: BucketKey, total: int) -> SignalPlan | None:
+    """The stacked SignalPlans (total, N), None when no scenario has one (scenarios without
+    one get no-signal rows in a batch where others have one)."""
+    if all(sc.signal is None for sc in scenarios):
+        return None
+    plans = [pad_signal(sc.signal, sc.num_agents, sc.num_agents) for sc in scenarios]
+    return SignalPlan(
+        **{k: _fill_stack(_leaves(plans, k), (key.agents,), fill, total) for k, fill in NO_SIGNAL.items()}
     )
 
 

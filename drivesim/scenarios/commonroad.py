@@ -35,7 +35,7 @@ from drivesim.core.types import (
     replace,
 )
 from drivesim.core.validate import MAX_AGENTS, ScenarioError, validate_scenario
-from drivesim.scenarios import geometry, lanes
+from drivesim.scenarios import commonroad_lights, geometry, lanes
 from drivesim.scenarios.record import ScenarioRecord
 
 OLD_LAYOUT = ("2017a", "2018a", "2018b")
@@ -234,8 +234,10 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
     tracks = [_ego_track(root, rd, config)] + [_obstacle_track(o, tag, rd) for o in obstacles]
     _check_log_length(tracks, file_dt, config.dt, rd)
     lanelets = lanes.parse_lanelets(root, rd)
+    lights = commonroad_lights.parse_lights(root, rd, file_dt)
     goal = _goal(root, rd)
-    scenario = _build(tracks, lanelets, goal, file_dt, scenario_id_of(name), config)
+    scenario, stops = _build(tracks, lanelets, goal, file_dt, scenario_id_of(name), config)
+    scenario = replace(scenario, signal=commonroad_lights.signal_plan(stops, lights, rd))
     validate_scenario(scenario, where=f"{path}#{name}")
     return ScenarioRecord(scenario=scenario, family="commonroad", source=str(path), name=name)
 
@@ -343,14 +345,15 @@ def _fill_gaps(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return out
 
 
-def _build(tracks, lanelets, goal, file_dt, scenario_id, config: ImportConfig) -> Scenario:
+def _build(tracks, lanelets, goal, file_dt, scenario_id, config: ImportConfig) -> tuple[Scenario, list]:
+    """The Scenario (without signals) and each agent's traffic-light lanes.Stop (or None)."""
     xy, heading, speed, valid = resample_log(*_grid(tracks), file_dt, config.dt)
     xy, heading, speed = (_fill_gaps(v, valid) for v in (xy, heading, speed))
     n = len(tracks)
     hints = [xy[valid[:, i], i] for i in range(n)]
     if goal[0] is not None:
         hints[0] = np.concatenate([hints[0], goal[0][None]])
-    road, route, limits = lanes.build_road(lanelets, xy[0], heading[0], hints, goal[1], config.road)
+    road, route, limits, stops = lanes.build_road(lanelets, xy[0], heading[0], hints, goal[1], config.road)
     road_axis = geometry.dominant_axis(heading[valid], None)
     road = replace(road, sort_axis=road_axis)
     f = np.float32
@@ -383,4 +386,4 @@ def _build(tracks, lanelets, goal, file_dt, scenario_id, config: ImportConfig) -
         scenario_id=np.asarray(scenario_id, np.int32),
         valid=np.asarray(True),
         log=log,
-    )
+    ), stops

@@ -3,7 +3,8 @@
 Each agent's route is a chain of lanelets: the lanelet under its initial position (heading
 aligned), then successors chosen to follow its recorded path (or the ego's goal), joined
 and simplified to a modest number of points. The road's lanes are the distinct routes
-followed by every lanelet near the agents (the drivable area).
+followed by every lanelet near the agents (the drivable area). A route that passes a lanelet
+referencing a traffic light gets that light's stop line at the lanelet's end (``Stop``).
 """
 
 from __future__ import annotations
@@ -35,13 +36,25 @@ class RoadConfig:
 
 @dataclass
 class Lanelet:
-    """id, centre (P, 2) float64 in driving direction, mean width, successor ids, speed limit."""
+    """id, centre (P, 2) float64 in driving direction, mean width, successor ids, speed limit,
+    ids of the traffic lights it references (its own and its stop line's)."""
 
     id: str | None
     center: np.ndarray
     width: float
     successors: list
     speed_limit: float
+    lights: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Stop:
+    """An agent's signal stop line: the traffic light's id, the lanelet whose end it is, and
+    its arc length along the agent's route [m]."""
+
+    light: str
+    lanelet: str | None
+    s: float
 
 
 def parse_lanelets(root: Element, rd) -> list[Lanelet]:
@@ -65,9 +78,37 @@ def parse_lanelets(root: Element, rd) -> list[Lanelet]:
                 width=float(np.mean(np.linalg.norm(left - right, axis=1))),
                 successors=[s.get("ref") for s in elem.findall("successor") if s.get("ref")],
                 speed_limit=rd.number(limit, f"{field}/speedLimit") if limit is not None else 0.0,
+                lights=_light_refs(elem),
             )
         )
     return out
+
+
+def _light_refs(elem: Element) -> tuple[str, ...]:
+    """Traffic light ids a lanelet references (itself or in its stop line), in order."""
+    refs = [r.get("ref") for r in elem.findall("trafficLightRef") + elem.findall("stopLine/trafficLightRef")]
+    return tuple(dict.fromkeys(r for r in refs if r))
+
+
+def _stop_of(lanelets: list[Lanelet], chain: list[int], route: np.ndarray) -> Stop | None:
+    """The first traffic-light stop line on a chain of lanelets: the end of the first lanelet
+    that references a light, as an arc length along the (simplified) ``route``."""
+    for k in chain:
+        if lanelets[k].lights:
+            end = lanelets[k].center[-1]
+            return Stop(lanelets[k].lights[0], lanelets[k].id, _arc_length_at(route, end))
+    return None
+
+
+def _arc_length_at(line: np.ndarray, point: np.ndarray) -> float:
+    """Arc length along polyline ``line`` (P, 2) of the point of it nearest ``point``."""
+    a, b = line[:-1], line[1:]
+    seg = b - a
+    length2 = np.maximum(np.sum(seg * seg, axis=1), 1e-12)
+    u = np.clip(np.sum((point - a) * seg, axis=1) / length2, 0.0, 1.0)
+    dist = np.linalg.norm(a + u[:, None] * seg - point, axis=1)
+    k = int(np.argmin(dist))
+    return float(geometry.arc_lengths(line)[k] + u[k] * np.sqrt(length2[k]))
 
 
 def _match(lanelets: list[Lanelet], xy: np.ndarray, heading: float) -> int | None:
@@ -118,16 +159,18 @@ def _join(lanelets: list[Lanelet], chain: list[int]) -> np.ndarray:
 
 
 def build_road(lanelets, xy0, heading0, hints, goal_ids, cfg: RoadConfig):
-    """RoadMap (sort_axis to be set by the caller), route index (N,) and the speed limit
-    of each agent's start lanelet (N,) (0 where unknown)."""
+    """RoadMap (sort_axis to be set by the caller), route index (N,), the speed limit
+    of each agent's start lanelet (N,) (0 where unknown) and each agent's traffic-light
+    Stop (None: its route passes no lanelet with a light)."""
     by_id = {lane.id: k for k, lane in enumerate(lanelets)}
     routes: list[np.ndarray]
     key: tuple
-    routes, widths, keys, route, limits = [], [], {}, [], []
+    routes, widths, keys, route, limits, stops = [], [], {}, [], [], []
     for i in range(len(xy0)):
         travelled = geometry.arc_lengths(hints[i])[-1] if len(hints[i]) > 1 else 0.0
         length = max(cfg.min_route_length, 1.5 * travelled + 100.0)
         start = _match(lanelets, xy0[i], heading0[i])
+        chain = []
         if start is None:
             u = np.array([np.cos(heading0[i]), np.sin(heading0[i])])
             key = ("straight", i)
@@ -144,6 +187,7 @@ def build_road(lanelets, xy0, heading0, hints, goal_ids, cfg: RoadConfig):
             widths.append(width)
         route.append(keys[key])
         limits.append(limit)
+        stops.append(_stop_of(lanelets, chain, routes[keys[key]]))
     extra = _nearby(lanelets, np.concatenate(hints + [xy0]), cfg.margin)
     extra = extra[: max(cfg.max_lanes - len(routes), 0)]
     routes += [geometry.simplify(lanelets[k].center, cfg.tolerance, cfg.lanelet_points) for k in extra]
@@ -159,7 +203,7 @@ def build_road(lanelets, xy0, heading0, hints, goal_ids, cfg: RoadConfig):
         conflict_xy=np.zeros(2, f),
         conflict_radius=np.zeros((), f),
     )
-    return road, np.asarray(route), np.asarray(limits)
+    return road, np.asarray(route), np.asarray(limits), stops
 
 
 def _nearby(lanelets: list[Lanelet], points: np.ndarray, margin: float) -> list[int]:

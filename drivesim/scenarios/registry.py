@@ -198,14 +198,34 @@ def open_specs(specs, context: SourceContext) -> ScenarioSource:
 # --- the built-in kinds ---------------------------------------------------------------------
 
 
+SYNTHETIC_OPTIONS = ("signals",)  # synthetic:FAMILY,...?OPTION: FamilyConfig flags set to True
+
+
+def _synthetic_options(arg: str) -> tuple[list[str], dict[str, bool]]:
+    """Family names and FamilyConfig flags of a synthetic spec argument ``F1,F2[?signals]``."""
+    names, _, query = arg.partition("?")
+    options = [o.strip() for o in query.split(",") if o.strip()]
+    unknown = [o for o in options if o not in SYNTHETIC_OPTIONS]
+    if unknown:
+        raise ValueError(f"unknown synthetic option {unknown}; known: {list(SYNTHETIC_OPTIONS)}")
+    return [f.strip() for f in names.split(",") if f.strip()], {o: True for o in options}
+
+
 def _families(arg: str) -> list[str]:
-    return [f.strip() for f in arg.split(",") if f.strip()]
+    return _synthetic_options(arg)[0]
 
 
 def _open_synthetic(arg: str, context: SourceContext) -> ScenarioSource:
-    from drivesim.scenarios.sources import SyntheticSource
+    import dataclasses
 
-    return SyntheticSource(_families(arg), context.count, context.seed, config=context.family)
+    from drivesim.scenarios.sources import SyntheticSource
+    from drivesim.scenarios.synthetic import FamilyConfig
+
+    names, options = _synthetic_options(arg)
+    config = context.family
+    if options:
+        config = dataclasses.replace(config or FamilyConfig(seed=context.seed), **options)
+    return SyntheticSource(names, context.count, context.seed, config=config)
 
 
 def _check_synthetic(arg: str) -> None:
@@ -235,7 +255,9 @@ def _open_store(arg: str, context: SourceContext) -> ScenarioSource:
     return StoreSource(Path(arg))
 
 
-register_source("synthetic", _open_synthetic, usage="synthetic:FAMILY[,FAMILY...]", check=_check_synthetic)
+register_source(
+    "synthetic", _open_synthetic, usage="synthetic:FAMILY[,FAMILY...][?signals]", check=_check_synthetic
+)
 register_source(
     "commonroad",
     _open_commonroad,

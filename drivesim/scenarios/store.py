@@ -16,7 +16,10 @@ Writing is streamed in row groups and atomic (temporary file, then rename). Read
 Parquet reader and one decoded row group per thread: a ``pyarrow.parquet.ParquetFile`` shared
 by concurrent threads is not safe (it crashed or hung in Arrow's read-range cache), so no
 reader state is shared. Version-1 stores (unpadded rows) are refused with a one-line error
-naming ``drivesim scenarios convert``, which rewrites them.
+naming ``drivesim scenarios convert``, which rewrites them. Version 3 adds the traffic-signal
+columns (``signal_line_s``, ...; rows without signals hold drivesim.core.signals.NO_SIGNAL);
+version-2 stores, which have none, are read as scenarios without signals. A row whose stop
+lines are all at +inf reads back with ``signal=None``.
 """
 
 from __future__ import annotations
@@ -31,14 +34,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from drivesim.core.types import AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
+from drivesim.core.signals import NO_SIGNAL
+from drivesim.core.types import AgentState, IDMParams, LogTrajectory, RoadMap, Scenario, SignalPlan
 from drivesim.core.validate import ScenarioError, validate_scenario
 from drivesim.scenarios.batching import BucketKey, bucket_key, stack_bucket
 from drivesim.scenarios.record import ScenarioRecord
 
 SCHEMA_VERSION = 3
-# columns added after version 2 (read as all vehicles from a version-1 or -2 store)
+# columns added after version 2, absent from a version-1 or -2 store: agents_kind reads as
+# zeros (every agent a vehicle), the signal columns as no signals
 ADDED_COLUMNS = ("agents_kind",)
+READ_VERSIONS = (1, 2, SCHEMA_VERSION)
 VERSION_KEY = b"drivesim.schema_version"
 
 F32, I32, BOOL = np.float32, np.int32, np.bool_
@@ -65,6 +71,7 @@ FIELDS: tuple[tuple[str, type, tuple], ...] = (
     ("log.speed", F32, ("T", "N")),
     ("log.valid", BOOL, ("T", "N")),
     ("log.replay", BOOL, ("N",)),
+    *((f"signal.{k}", F32, ("N",)) for k in NO_SIGNAL),
 )
 ARROW = {F32: pa.float32(), I32: pa.int32(), BOOL: pa.bool_()}
 META_COLUMNS = (
@@ -233,6 +240,8 @@ def _bucket_table(records: list[ScenarioRecord], key: BucketKey) -> pa.Table:
     for path, dtype, shape in FIELDS:
         value = leaf(stacked, path)
         name = column_name(path)
+        if value is None and path.startswith("signal."):  # no signals: the no-signal plan
+            value = np.full((b, key.agents), NO_SIGNAL[path.split(".", 1)[1]], dtype)
         if shape == ():
             data[name] = pa.array(np.asarray(value, dtype).reshape(b))
         elif value is None:
@@ -272,7 +281,7 @@ class ScenarioStore:
                 path=str(self.path),
                 field="schema metadata",
             )
-        if self.version not in (1, 2, SCHEMA_VERSION):
+        if self.version not in READ_VERSIONS:
             raise ScenarioError(
                 f"unsupported store schema version {self.version} (this drivesim reads {SCHEMA_VERSION})",
                 path=str(self.path),
@@ -367,6 +376,8 @@ class _RowGroup:
         self.stored = [dict(zip(DIMS, values, strict=True)) for values in zip(*stored, strict=True)]
         self.columns: dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
         for path, dtype, shape in FIELDS:
+            if column_name(path) not in table.column_names and path.startswith("signal."):
+                continue  # a version-2 store: no signals
             col = stored_column(table, column_name(path))
             if shape == ():
                 self.columns[path] = (col.to_numpy(zero_copy_only=False).astype(dtype), None, None)
@@ -383,6 +394,8 @@ def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:
     has_log = dims["T"] is not None
     out: dict[str, np.ndarray] = {}
     for path, dtype, shape in FIELDS:
+        if path not in group.columns:  # signal columns of a version-2 store
+            continue
         values, offsets, null = group.columns[path]
         if shape == ():
             out[path] = np.asarray(values[row], dtype)
@@ -413,8 +426,17 @@ def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:
         scenario_id=out["scenario_id"],
         valid=out["valid"],
         log=log,
+        signal=signal_of(pick("signal.")),
     )
     return ScenarioRecord(scenario=scenario, family=meta["family"], source=meta["source"], name=meta["name"])
+
+
+def signal_of(columns: dict) -> SignalPlan | None:
+    """The SignalPlan of decoded ``signal.*`` columns (name -> array), None when there are
+    none or no stop line is finite."""
+    if not columns or not np.isfinite(columns["line_s"]).any():
+        return None
+    return SignalPlan(**columns)
 
 
 def convert_store(old: str | Path, new: str | Path, row_group_size: int = 512) -> int:

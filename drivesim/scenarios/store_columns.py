@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from drivesim.core.types import AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
 from drivesim.core.validate import ScenarioError
-from drivesim.scenarios.store import CLASS_COLUMNS, FIELDS, column_name, field_shape, stored_column
+from drivesim.scenarios.store import CLASS_COLUMNS, FIELDS, column_name, field_shape, signal_of, stored_column
 
 INFO_COLUMNS = ("family", "source", "name")
 
@@ -78,6 +78,8 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
     leaves = {}
     for path, dtype, shape in FIELDS:
         name = column_name(path)
+        if name not in t.column_names and path.startswith("signal."):
+            continue  # a version-2 store: no signals
         col = stored_column(t, name)
         if shape == ():
             leaves[path] = _pad_rows(col.to_numpy(zero_copy_only=False).astype(dtype), total, path)
@@ -145,6 +147,7 @@ def _scenario(leaves: dict) -> Scenario:
         scenario_id=leaves["scenario_id"],
         valid=leaves["valid"],
         log=LogTrajectory(**logs) if logs else None,
+        signal=signal_of(pick("signal.")),
     )
 
 
@@ -168,3 +171,9 @@ def _check(sc: Scenario, b: int, where: str) -> None:
         raise fail("road.centers", "non-finite lane point")
     if np.any(sc.episode_length[:b] < 1):
         raise fail("episode_length", "episode length must be >= 1")
+    if sc.signal is not None:
+        for name in ("line_s", "cycle", "offset", "green", "amber"):
+            if np.any(np.isnan(getattr(sc.signal, name)[:b][valid])):
+                raise fail(f"signal.{name}", "NaN value")
+        if np.any(sc.signal.cycle[:b][valid] <= 0):
+            raise fail("signal.cycle", "cycle length must be > 0 s")

@@ -111,6 +111,7 @@ def to_record(batch: Scenario, row: int, family: str, points: int) -> ScenarioRe
         scenario_id=scalar(batch.scenario_id, np.int32),
         valid=scalar(batch.valid, bool),
         log=None,
+        signal=None if batch.signal is None else take(batch.signal, n),
     )
     assert isinstance(scenario.agents, AgentState) and isinstance(scenario.idm, IDMParams)
     sid = int(scenario.scenario_id)

@@ -17,6 +17,7 @@ from drivesim.core.types import (
     IDMParams,
     RoadMap,
     Scenario,
+    SignalPlan,
     replace,
 )
 from drivesim.scenarios.batching import pad_scenario, stack_scenarios
@@ -218,12 +219,14 @@ def with_nan(sc: Scenario, agent: int) -> Scenario:
 def pad(sc: Scenario, **shape) -> Scenario:
     """Pad to the common test shape (or ``shape``)."""
     s = {**SHAPE, **shape}
-    return pad_scenario(sc, s["num_agents"], s["num_lanes"], s["num_points"])
+    return pad_scenario(sc, s["num_agents"], s["num_lanes"], s["num_points"], signals=s.get("signals"))
 
 
 def batch(scenarios, **shape) -> Scenario:
-    """Pad and stack host scenarios to the common test shape."""
-    return stack_scenarios([pad(sc, **shape) for sc in scenarios])
+    """Pad and stack host scenarios to the common test shape (all with a SignalPlan when one
+    has signals)."""
+    signals = any(sc.signal is not None for sc in scenarios)
+    return stack_scenarios([pad(sc, signals=signals, **shape) for sc in scenarios])
 
 
 def _idm(v0, a=None) -> IDMParams:
@@ -282,3 +285,40 @@ def vru_hit_case() -> Scenario:
         kind=[VEHICLE, PEDESTRIAN, CYCLIST, VEHICLE],
         idm=_idm([15.0, 1.4, 3.0, 12.0]),
     )
+
+
+def with_signal(sc: Scenario, line_s, *, cycle=60.0, offset=0.0, green=30.0, amber=4.0) -> Scenario:
+    """Copy of a host scenario with a fixed-time signal: stop line ``line_s`` per agent
+    (+inf: no signal) and one plan (green from ``offset``) for all."""
+    n = sc.num_agents
+    full = lambda v: np.broadcast_to(np.asarray(v, F), (n,)).copy()  # noqa: E731
+    plan = SignalPlan(
+        line_s=full(line_s), cycle=full(cycle), offset=full(offset), green=full(green), amber=full(amber)
+    )
+    return replace(sc, signal=plan)
+
+
+def signal_queue_case() -> Scenario:
+    """One lane, four agents at 10 m/s (ego second), all meeting a stop line at s=60 m that
+    stays red for the whole run (green 10..40 s of a 60 s cycle)."""
+    xy = [(40.0, 0.0), (26.0, 0.0), (12.0, 0.0), (-2.0, 0.0)]
+    sc = make_scenario(xy, 0.0, [10.0, 10.5, 9.5, 10.0], [0] * 4, straight_lanes(1), [3.6], ego=1)
+    return with_signal(sc, 60.0, offset=10.0)
+
+
+def signal_amber_case() -> Scenario:
+    """One lane, a stop line at s=100 m, green until 1.05 s then amber 3.5 s: the agent at
+    x=80 (12 m/s) is then about 5 m from the line and cannot stop at b=1.67 (needs 43 m), so
+    it goes; the ego at x=10 (about 75 m away then) can, and stops; the agent at x=-10
+    follows the ego."""
+    xy = [(80.0, 0.0), (10.0, 0.0), (-10.0, 0.0)]
+    sc = make_scenario(xy, 0.0, [12.0, 12.0, 12.5], [0] * 3, straight_lanes(1), [3.6], ego=1)
+    return with_signal(sc, 100.0, offset=-0.5, green=1.55, amber=3.5)
+
+
+def signal_runner_case(green: bool) -> Scenario:
+    """Ego at x=30, 15 m/s, constant speed, crossing a stop line at s=60 m (front bumper at
+    about 1.85 s); the light is red throughout (``green``: green throughout). An IDM agent
+    follows at x=5 and stops at the line on red."""
+    sc = make_scenario([(30.0, 0.0), (5.0, 0.0)], 0.0, [15.0, 14.0], [0, 0], straight_lanes(1), [3.6], ego=0)
+    return with_signal(sc, 60.0, offset=-0.5 if green else 10.0, green=55.0 if green else 30.0)

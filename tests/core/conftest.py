@@ -22,6 +22,7 @@ CONFIGS = {
     "open_loop": SimConfig(num_steps=STEPS, window=6, policy="open_loop"),
     "mlp": SimConfig(num_steps=STEPS, window=6, policy="mlp"),
     "window2": SimConfig(num_steps=STEPS, window=2, policy="idm"),
+    "signals": SimConfig(num_steps=STEPS, window=6, policy="idm"),
 }
 
 
@@ -45,6 +46,7 @@ POLICIES = {
     "open_loop": open_loop_policy(open_loop_actions()),
     "mlp": small_mlp(),
     "window2": idm_policy(),
+    "signals": idm_policy(),
 }
 
 # Host scenarios simulated (batched, padded to builders.SHAPE) under each config.
@@ -68,6 +70,9 @@ CASES = {
         "approach10": lambda: builders.stopped_car_case(episode_length=10, ego_accel=1.5),
         "highway4": lambda: builders.highway_case(4, 6),
         "vru_hit": builders.vru_hit_case,
+        # traffic signals in a batch where the other scenarios have none:
+        "red_runner": lambda: builders.signal_runner_case(green=False),
+        "green_runner": lambda: builders.signal_runner_case(green=True),
     },
     "open_loop": {
         "lone": builders.lone_ego_case,
@@ -83,6 +88,11 @@ CASES = {
     "window2": {
         "platoon": builders.platoon_case,
         "abreast": builders.abreast_case,
+    },
+    "signals": {
+        "queue": builders.signal_queue_case,
+        "amber": builders.signal_amber_case,
+        "highway8": lambda: builders.highway_case(8, 6),
     },
 }
 

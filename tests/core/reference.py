@@ -27,6 +27,7 @@ from drivesim.core.road_users import CYCLIST_LIMITS, PEDESTRIAN_LIMITS
 from drivesim.core.types import CYCLIST, PEDESTRIAN
 
 from .reference_boxes import box_corners, polygon_overlap, sat_separation  # noqa: F401
+from .reference_signals import ReferenceSignals
 
 MIN_GAP = 0.01
 
@@ -193,6 +194,7 @@ class ReferenceSim:
         self.kind = np.asarray(ag.kind)
         self.idm_p = {k: _np(getattr(scenario.idm, k)) for k in ("v0", "T", "s0", "a", "b", "delta")}
         self.stop_s = _np(scenario.stop_s)
+        self.signals = ReferenceSignals(scenario.signal, self.n)
         road = scenario.road
         self.road = {
             "centers": _np(road.centers),
@@ -265,6 +267,12 @@ class ReferenceSim:
             self.margins += [("busy_past", abs(ahead)), ("busy_near", abs(dist - reach))]
             busy = busy or (ahead > 0 and dist < reach)
         return busy
+
+    def _ego_b(self):
+        """The ego's comfortable deceleration for the amber rule: its IDM policy's b."""
+        if self.cfg.policy == "idm":
+            return float(np.asarray(self.policy.b))
+        return self.idm_p["b"][self.ego]
 
     def _follow(self, v, gap, lead_v, p):
         if not np.isfinite(gap):
@@ -382,6 +390,14 @@ class ReferenceSim:
                 ]
             if busy and stop_gap > -1.0 and stop_gap < gap[i]:
                 gap[i], lead_v[i], has_lead[i] = stop_gap, 0.0, True
+            b = self._ego_b() if i == self.ego else self.idm_p["b"][i]
+            brakes = (b, -cfg.min_accel)
+            line_gap = self.signals.stop_gap(
+                i, proj[i][0], self.length[i], self.v[i], brakes, t * cfg.dt, self.margins
+            )
+            if line_gap is not None and line_gap < gap[i]:
+                self.margins.append(("signal_vs_leader", abs(line_gap - gap[i])))
+                gap[i], lead_v[i], has_lead[i] = line_gap, 0.0, True
         accel = np.array(
             [
                 self._follow(self.v[i], gap[i], lead_v[i], {k: p[i] for k, p in self.idm_p.items()})
@@ -395,6 +411,7 @@ class ReferenceSim:
         steer = np.clip(steer, -cfg.max_steer, cfg.max_steer)
         old_v, old_acc = self.v.copy(), self.acc.copy()
         e = self.ego
+        front_before = proj[e][0] + 0.5 * self.length[e]
         if active:
             for i in range(self.n):
                 if not self.valid[i]:
@@ -431,7 +448,10 @@ class ReferenceSim:
                     m["offroad"] = m["offroad"] or edge < 0.0
         m["agents_offroad"] = int(np.sum(self.ever_off))
         m["collision_pairs"] = max(m["collision_pairs"], pairs)
-        m["progress_m"] = self.routes[e].project(self.x[e], self.y[e])[0] - self.ego_s0
+        s_after = self.routes[e].project(self.x[e], self.y[e])[0]
+        m["progress_m"] = s_after - self.ego_s0
+        ran = self.signals.ran_red(e, front_before, s_after + 0.5 * self.length[e], t * cfg.dt, self.margins)
+        m["red_light_violation"] = m["red_light_violation"] or ran
         closing = old_v[e] - veh_v[e]
         if np.isfinite(veh_gap[e]) and closing > 0:
             m["min_ttc_s"] = min(m["min_ttc_s"], max(veh_gap[e], 0.0) / closing)
@@ -461,6 +481,7 @@ def reference_rollout(scenario, policy, config) -> RefResult:
         collided_with_kind=-1,
         pedestrians_collided=0,
         cyclists_collided=0,
+        red_light_violation=False,
     )
     traj = {k: [] for k in ("x", "y", "heading", "speed", "valid")}
     for t in range(config.num_steps):

@@ -25,6 +25,7 @@ EXACT_METRICS = (
     "collided_with_kind",
     "pedestrians_collided",
     "cyclists_collided",
+    "red_light_violation",
 )
 
 CASE_IDS = [

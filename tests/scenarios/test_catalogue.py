@@ -22,6 +22,9 @@ STEPS = 80
 CYCLIST_BAND = 0.5 * (1.8 + 0.6)
 # red_light_runner at its defaults (both at 13.89 m/s): the boxes meet iff |tta| < BAND
 RUNNER_BAND = 2 * (0.5 * 4.5 + 0.5 * 1.8) / 13.89
+# amber_light at its defaults (13.89 m/s, ITE amber): the constant ego's front reaches the
+# line dist / speed after the amber onset, so it runs the red iff dist / speed > amber
+AMBER, AMBER_SPEED = FAMILIES["amber_light"].params[2].default, 13.89
 CASES = {
     "brake_short": ("lead_brake", dict(gap=5.0, decel=9.0)),
     "brake_generous": ("lead_brake", dict(gap=40.0, decel=9.0)),
@@ -36,6 +39,10 @@ CASES = {
     "runner_fast_ego": ("red_light_runner", dict(tta=-0.5, speed=25.0, adv_speed=5.0)),
     "cyclist_inside": ("cyclist_ahead", dict(lat_offset=CYCLIST_BAND - 0.1)),
     "cyclist_outside": ("cyclist_ahead", dict(lat_offset=-CYCLIST_BAND - 0.1)),
+    "amber_clears": ("amber_light", dict(dist=AMBER_SPEED * (AMBER - 0.15))),
+    "amber_late": ("amber_light", dict(dist=AMBER_SPEED * (AMBER + 0.15))),
+    "amber_far": ("amber_light", dict(dist=80.0)),
+    "amber_near": ("amber_light", dict(dist=5.0)),
 }
 
 
@@ -106,6 +113,35 @@ def test_red_light_runner_collides_exactly_inside_the_closed_form_band():
     # a fast ego and a slow runner: band (3.15 / 25 + 3.15 / 5) = 0.756 s covers tta = -0.5
     m, _ = _case("constant", "runner_fast_ego")
     assert bool(m.ego_collided)
+
+
+def test_red_light_runner_has_the_ego_on_green_and_the_runner_on_red():
+    from drivesim.core.signals import RED, phase
+
+    sc = make_record("red_light_runner", {}, STEPS).scenario
+    rows = np.stack(
+        [np.asarray(getattr(sc.signal, k)) for k in ("line_s", "cycle", "offset", "green", "amber")]
+    )
+    for t in np.arange(STEPS) * 0.1:
+        light = np.asarray(phase(rows, np.float32(t)))
+        assert light[0] == 0 and light[1] == RED  # ego green, runner red
+    assert np.isfinite(sc.signal.line_s[0]) and np.isinf(sc.signal.line_s[1])
+    for name in ("runner_outside", "runner_before"):  # green: the ego never runs a red
+        assert not bool(_case("constant", name)[0].red_light_violation)
+
+
+def test_amber_light_constant_ego_runs_red_exactly_outside_the_closed_form_band():
+    assert not bool(_case("constant", "amber_clears")[0].red_light_violation)
+    assert bool(_case("constant", "amber_late")[0].red_light_violation)
+    assert bool(_case("constant", "amber_far")[0].red_light_violation)
+    # IDM ego: 80 m > v^2 / (2 b) = 57.8 m, so it stops (before the line); 5 m: it goes and clears
+    index, metrics, traj = _simulate("idm")
+    for name in ("amber_far", "amber_near"):
+        assert not bool(metrics.red_light_violation[index[name]]), name
+    sc = make_record(*CASES["amber_far"], STEPS).scenario
+    front = traj.x[index["amber_far"], :, 0] + 0.5 * 4.5
+    line_x = sc.signal.line_s[0] - 100.0  # lane 0 starts at x = -100 m
+    assert front.max() < line_x and traj.speed[index["amber_far"], -1, 0] < 0.5 * AMBER_SPEED  # braking
 
 
 def test_cut_in_and_cut_out():

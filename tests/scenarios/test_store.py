@@ -120,3 +120,42 @@ def test_road_user_kinds_round_trip_and_version_2_stores_read_as_vehicles(tmp_pa
     np.testing.assert_array_equal(store.load(1).scenario.agents.x, records[1].scenario.agents.x)
     batch, _ = store.read_batch([0, 1])
     assert batch.agents.kind.dtype == np.int32 and not batch.agents.kind.any()
+
+
+def _lit(record):
+    """A copy of ``record`` whose even agents meet a signal at s=80 m (90 s cycle)."""
+    from drivesim.core.types import SignalPlan, replace
+    from drivesim.scenarios.record import ScenarioRecord
+
+    n = record.scenario.num_agents
+    full = lambda v: np.full(n, v, np.float32)  # noqa: E731
+    line = np.where(np.arange(n) % 2 == 0, 80.0, np.inf).astype(np.float32)
+    plan = SignalPlan(line_s=line, cycle=full(90.0), offset=full(5.0), green=full(40.0), amber=full(4.0))
+    return ScenarioRecord(
+        replace(record.scenario, signal=plan), record.family, record.source, record.name + "-lit"
+    )
+
+
+def test_signal_round_trip_and_version_2_store_reads_without_signals(tmp_path):
+    from drivesim.scenarios.batching import bucket_key, stack_bucket
+
+    plain = generate("highway", 1)
+    lit = _lit(plain)
+    path = tmp_path / "sig.parquet"
+    write_store(path, [plain, lit])
+    store = ScenarioStore(path)
+    assert store.load(0).scenario.signal is None
+    assert_same(plain, store.load(0))
+    assert_same(lit, store.load(1))
+    batch, _infos = store.read_batch([0, 1])
+    want = stack_bucket([plain, lit], bucket_key(plain.scenario))
+    for got_leaf, want_leaf in zip(
+        jax.tree_util.tree_leaves(batch), jax.tree_util.tree_leaves(want), strict=True
+    ):
+        np.testing.assert_array_equal(got_leaf, want_leaf)
+    table = pq.read_table(path)
+    old = table.drop([c for c in table.column_names if c.startswith("signal_")])
+    v2 = tmp_path / "v2.parquet"
+    pq.write_table(old.replace_schema_metadata({b"drivesim.schema_version": b"2"}), v2)
+    assert ScenarioStore(v2).load(1).scenario.signal is None
+    assert ScenarioStore(v2).read_batch([0, 1])[0].signal is None

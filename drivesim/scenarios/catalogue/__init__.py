@@ -57,6 +57,15 @@ crossing road has two 3.5 m lanes, drivable for every agent).
     runner arrives at 3 s, or later so that the ego arrives at 0.5 s or later); the boxes
     meet iff |tta| < (L/2 + W/2) / speed + (L/2 + W/2) / adv_speed (cars L 4.5 m, W 1.8 m);
     adv_speed [m/s] 3..25 (13.89): the runner's constant speed; speed [m/s] 1..30 (13.89).
+    A two-phase fixed-time signal (drivesim.scenarios.signal_timing: 90 s cycle, ITE amber,
+    1.5 s all-red) is green for the ego (since 2 s before the start, about 38 s) and red for
+    the runner, which is replayed and so runs it.
+
+amber_light -- the ego's light turns amber at 2 s as it approaches a signalled intersection
+(ITE dilemma zone). dist [m] 0..100 (30): the ego's front bumper to its stop line at the
+    amber onset, at constant speed; speed [m/s] 1..30 (13.89); amber [s] 3..6 (3.28, the ITE
+    yellow at 50 km/h): then red. A constant-speed ego runs the red iff dist / speed > amber
+    (to within one step); the IDM ego stops iff v^2 / (2 b) <= its gap to the line.
 
 unprotected_left_turn -- the ego turns left (a quarter circle of 12 m radius) across the lane
 of an oncoming car that goes straight (NHTSA "left turn across path / opposite direction";

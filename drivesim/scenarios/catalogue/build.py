@@ -14,7 +14,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drivesim.core.types import IDM_DEFAULTS, VEHICLE, AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
+from drivesim.core.signals import NO_SIGNAL
+from drivesim.core.types import (
+    IDM_DEFAULTS,
+    VEHICLE,
+    AgentState,
+    IDMParams,
+    LogTrajectory,
+    RoadMap,
+    Scenario,
+    SignalPlan,
+)
+from drivesim.scenarios.signal_timing import Light
 
 DT = 0.1  # [s] the simulation step of SimConfig's default (logs are built at this dt)
 LANE_WIDTH = 3.5  # [m]
@@ -53,11 +64,23 @@ class Crossing:
 
 
 @dataclass(frozen=True)
+class Signals:
+    """Traffic signals of a layout: the ego's stop line at x = ``ego_line_x`` [m] with plan
+    ``ego``; ``actors``: the plan every scripted actor's row carries (the conflicting
+    approach), its stop line at +inf (actors are replayed, and routed on lane 0, so an arc
+    length on their route would mean nothing)."""
+
+    ego_line_x: float
+    ego: Light
+    actors: Light | None = None
+
+
+@dataclass(frozen=True)
 class Layout:
     """What a family's parameters build: the ego's initial speed [m/s], the scripted actors,
-    the main road's lane count and an optional crossing road. ``road``: a prebuilt road
-    (route 0 is the ego's) used instead of the straight lanes and crossing; ``ego_stop_s``:
-    arc length [m] of the ego's yield line (+inf: the ego has priority)."""
+    the main road's lane count, an optional crossing road and optional signals. ``road``: a
+    prebuilt road (route 0 is the ego's) used instead of the straight lanes and crossing;
+    ``ego_stop_s``: arc length [m] of the ego's yield line (+inf: the ego has priority)."""
 
     ego_speed: float
     actors: list[Actor]
@@ -65,6 +88,7 @@ class Layout:
     crossing: Crossing | None = None
     road: RoadMap | None = None
     ego_stop_s: float = np.inf
+    signals: Signals | None = None
 
 
 def times(steps: int) -> np.ndarray:
@@ -167,4 +191,13 @@ def scenario(layout: Layout, steps: int, scenario_id: int) -> Scenario:
         scenario_id=np.asarray(scenario_id, np.int32),
         valid=np.asarray(True),
         log=LogTrajectory(xy=xy, heading=heading, speed=speed, valid=valid, replay=np.arange(n) > 0),
+        signal=None if layout.signals is None else signal_plan(layout.signals, n),
     )
+
+
+def signal_plan(signals: Signals, n: int) -> SignalPlan:
+    """The SignalPlan (n,) of a layout's signals: slot 0 the ego (its line as an arc length
+    along lane 0, which starts at x = -ROAD_BEHIND), slots 1.. the actors."""
+    ego = dict(line_s=signals.ego_line_x + ROAD_BEHIND, **signals.ego.fields())
+    other = dict(NO_SIGNAL) if signals.actors is None else dict(line_s=np.inf, **signals.actors.fields())
+    return SignalPlan(**{k: np.array([ego[k]] + [other[k]] * (n - 1), F32) for k in NO_SIGNAL})

@@ -16,8 +16,9 @@ import numpy as np
 from drivesim.core.road_users import CYCLIST_SIZE
 from drivesim.core.types import CYCLIST, PEDESTRIAN, Scenario
 from drivesim.scenarios.catalogue import build, left_turn
-from drivesim.scenarios.catalogue.build import CAR_LENGTH, LANE_WIDTH, Actor, Crossing, Layout
+from drivesim.scenarios.catalogue.build import CAR_LENGTH, LANE_WIDTH, Actor, Crossing, Layout, Signals
 from drivesim.scenarios.catalogue.params import CatalogueError, Param
+from drivesim.scenarios.signal_timing import Light, two_phase, yellow_interval
 
 CUT_IN_START_S = 1.0  # [s] the cut-in's lateral motion starts here
 CUT_OUT_REVEAL_S = 3.0  # [s] the leader's centre crosses the lane edge here
@@ -28,6 +29,10 @@ PED_KERB = 0.5  # [m] the pedestrian waits this far outside the ego lane's right
 PED_MIN_ARRIVAL_S = 0.5  # [s] earliest time the ego reaches the crossing point
 RUNNER_ARRIVAL_S = 3.0  # [s] the red-light runner reaches the ego's path here (or later)
 RUNNER_MIN_EGO_ARRIVAL_S = 0.5  # [s] earliest time the ego reaches the runner's path
+RUNNER_GREEN_ELAPSED_S = 2.0  # [s] the ego's green started this long before the episode
+STOP_LINE_SETBACK = 1.0  # [m] stop line to the near edge of the crossing road
+AMBER_ONSET_S = 2.0  # [s] amber_light: the ego's light turns amber here
+AMBER_DEFAULT_S = round(yellow_interval(13.89), 2)  # ITE yellow at 50 km/h (3.28 s)
 
 
 @dataclass(frozen=True)
@@ -143,7 +148,27 @@ def _red_light_runner(v: dict[str, float], steps: int):
         lane=0,
     )
     reach = adv_speed * (t_adv + steps * build.DT) + build.ROAD_AHEAD
-    return Layout(speed, [runner], 2, Crossing(x=x_cross, reach=reach))
+    # two-phase fixed-time plan: the ego's approach is green (since 2 s before the start, for
+    # the whole episode unless it outlasts the ~38 s green), the runner's is red
+    main, cross = two_phase(speed, main_offset=-RUNNER_GREEN_ELAPSED_S)
+    signals = Signals(_line_before(x_cross), main, cross)
+    return Layout(speed, [runner], 2, Crossing(x=x_cross, reach=reach), signals)
+
+
+def _line_before(x_cross: float) -> float:
+    """x [m] of the ego's stop line before a crossing road whose near lane is centred at
+    x_cross - LANE_WIDTH (see build.Crossing)."""
+    return x_cross - 1.5 * LANE_WIDTH - STOP_LINE_SETBACK
+
+
+def _amber_light(v: dict[str, float], steps: int):
+    speed, dist, amber = v["speed"], v["dist"], v["amber"]
+    # the ego's front bumper is `dist` from the line at the amber onset (at constant speed)
+    line_x = 0.5 * CAR_LENGTH + speed * AMBER_ONSET_S + dist
+    main, _cross = two_phase(speed)
+    light = Light(main.cycle, AMBER_ONSET_S - main.green, main.green, amber)
+    x_cross = line_x + STOP_LINE_SETBACK + 1.5 * LANE_WIDTH
+    return Layout(speed, [], 2, Crossing(x=x_cross, reach=60.0), Signals(line_x, light))
 
 
 FAMILIES: dict[str, Family] = {
@@ -216,6 +241,16 @@ FAMILIES: dict[str, Family] = {
             "a car from the right runs its red light across the ego's path at an intersection",
         ),
         Family("unprotected_left_turn", left_turn.PARAMS, left_turn.make, left_turn.DOC, left_turn.check_box),
+        Family(
+            "amber_light",
+            (
+                Param("dist", "m", 0.0, 100.0, 30.0, "ego front bumper to its stop line when amber starts"),
+                Param("speed", "m/s", 1.0, 30.0, 13.89, "ego initial speed (50 km/h)"),
+                Param("amber", "s", 3.0, 6.0, AMBER_DEFAULT_S, "amber duration (ITE: 3-6 s)"),
+            ),
+            _amber_light,
+            "the ego's light turns amber (at 2 s) as it approaches a signalled intersection",
+        ),
     )
 }
 

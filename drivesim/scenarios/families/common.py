@@ -14,6 +14,7 @@ float32 and its value does not depend on the order XLA adds in.
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from dataclasses import dataclass
 
@@ -21,7 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, RoadMap, Scenario
+from drivesim.core.signals import NO_SIGNAL
+from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, RoadMap, Scenario, SignalPlan
 
 LANES = 8  # lane slots: the smallest lane class of drivesim.scenarios.batching
 POINTS = 4  # points per lane slot: the smallest point class
@@ -40,6 +42,8 @@ class FamilyConfig:
     steps: episode length in steps (ragged_length draws it in [steps/2, steps]).
     seed: the campaign seed (the generators take it as a traced argument; the field is the
         default the host helpers pass).
+    signals: families that support it (intersection) get fixed-time traffic signals
+        (drivesim.scenarios.signal_timing) instead of their priority rule; others ignore it.
     """
 
     num_agents: int | None = None
@@ -48,10 +52,11 @@ class FamilyConfig:
     steps: int = 80
     ragged_length: bool = False
     seed: int = 0
+    signals: bool = False
 
     def static(self) -> FamilyConfig:
         """This config without its seed (one compiled generator serves every seed)."""
-        return FamilyConfig(self.num_agents, self.min_agents, self.max_agents, self.steps, self.ragged_length)
+        return dataclasses.replace(self, seed=0)
 
 
 def family_salt(family: str) -> int:
@@ -315,10 +320,17 @@ def rotate(xy, angle):
     return jnp.stack([xy[..., 0] * c - xy[..., 1] * s, xy[..., 0] * s + xy[..., 1] * c], axis=-1)
 
 
-def scenario(d: Draws, cfg: FamilyConfig, *, agents, idm, stop_s, road_map, n, scenario_id) -> Scenario:
-    """Assemble a padded Scenario: ego drawn among the real agents, episode length drawn."""
+def scenario(
+    d: Draws, cfg: FamilyConfig, *, agents, idm, stop_s, road_map, n, scenario_id, signal=None
+) -> Scenario:
+    """Assemble a padded Scenario: ego drawn among the real agents, episode length drawn;
+    ``signal``: an optional SignalPlan (padding slots get no signal)."""
     valid_slot = jnp.arange(agents.x.shape[0]) < n
     agents, idm, stop_s = pad_agents(agents, idm, stop_s, valid_slot)
+    if signal is not None:
+        signal = SignalPlan(
+            **{k: jnp.where(valid_slot, getattr(signal, k), F32(v)).astype(F32) for k, v in NO_SIGNAL.items()}
+        )
     ego = jnp.floor(d.s(0, 0.0, 1.0) * n).astype(jnp.int32)
     return Scenario(
         agents=agents,
@@ -330,4 +342,5 @@ def scenario(d: Draws, cfg: FamilyConfig, *, agents, idm, stop_s, road_map, n, s
         scenario_id=jnp.asarray(scenario_id, jnp.int32),
         valid=jnp.asarray(scenario_id, jnp.int32) >= 0,
         log=None,
+        signal=signal,
     )

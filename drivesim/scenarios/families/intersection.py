@@ -5,14 +5,22 @@ approach a stop line and yield while an A agent is near the junction; they start
 back to stop there at IDM's comfortable deceleration. 1-2 lanes per direction, straight
 routes, urban speeds (major 8-16 m/s, minor 0-8 m/s, desired 11-17 m/s); queues at 1.0-1.4
 times the IDM equilibrium gap.
+
+With ``FamilyConfig(signals=True)`` the junction is signalised instead: a two-phase
+fixed-time plan (drivesim.scenarios.signal_timing: 90 s cycle, ITE amber for 50 km/h,
+1.5 s all-red, equal greens) with a random phase at t = 0; every agent's stop line is where
+the minor road's yield line is (the edge of the conflict zone), road A on the first phase,
+road B on the second; nobody yields by priority (a red queue would otherwise block a green
+approach that yields to it).
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 
-from drivesim.core.types import AgentState, Scenario, replace
+from drivesim.core.types import AgentState, Scenario, SignalPlan, replace
 from drivesim.scenarios.families import common as c
+from drivesim.scenarios.signal_timing import CYCLE_S, two_phase
 
 NAME = "intersection"
 LOG_UNIFORM = True
@@ -88,6 +96,35 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
         radius,
     )
     stop_s = jnp.where(minor, half - radius, jnp.inf)
+    signal = None
+    if cfg.signals:
+        signal = _signal_plan(route >= count_a, half - radius, d.s(16, 0.0, CYCLE_S))
+        stop_s = jnp.full(size, jnp.inf, c.F32)
     return c.scenario(
-        d, cfg, agents=agents, idm=idm, stop_s=stop_s, road_map=road_map, n=n, scenario_id=scenario_id
+        d,
+        cfg,
+        agents=agents,
+        idm=idm,
+        stop_s=stop_s,
+        road_map=road_map,
+        n=n,
+        scenario_id=scenario_id,
+        signal=signal,
+    )
+
+
+SIGNAL_SPEED = 13.89  # [m/s] design speed of the signal timings (50 km/h)
+
+
+def _signal_plan(on_b, line_s, phase_s) -> SignalPlan:
+    """Two-phase plan of every agent (size,): road A's green starts at -``phase_s`` [s], road
+    B (``on_b``) has the conflicting phase; stop line ``line_s`` [m] along each route."""
+    main, cross = two_phase(SIGNAL_SPEED)
+    pick = lambda a, b: jnp.where(on_b, b, a).astype(c.F32)  # noqa: E731
+    return SignalPlan(
+        line_s=jnp.broadcast_to(jnp.asarray(line_s, c.F32), on_b.shape),
+        cycle=pick(main.cycle, cross.cycle),
+        offset=pick(main.offset, cross.offset) - phase_s,
+        green=pick(main.green, cross.green),
+        amber=pick(main.amber, cross.amber),
     )
