@@ -10,7 +10,7 @@ defined for the whole episode.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
@@ -85,6 +85,7 @@ class Layout:
     ego_speed: float
     actors: list[Actor]
     lanes: int
+    _: KW_ONLY  # the optional parts by name only
     crossing: Crossing | None = None
     road: RoadMap | None = None
     ego_stop_s: float = np.inf

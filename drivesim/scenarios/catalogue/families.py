@@ -152,7 +152,7 @@ def _red_light_runner(v: dict[str, float], steps: int):
     # the whole episode unless it outlasts the ~38 s green), the runner's is red
     main, cross = two_phase(speed, main_offset=-RUNNER_GREEN_ELAPSED_S)
     signals = Signals(_line_before(x_cross), main, cross)
-    return Layout(speed, [runner], 2, Crossing(x=x_cross, reach=reach), signals)
+    return Layout(speed, [runner], 2, crossing=Crossing(x=x_cross, reach=reach), signals=signals)
 
 
 def _line_before(x_cross: float) -> float:
@@ -168,7 +168,7 @@ def _amber_light(v: dict[str, float], steps: int):
     main, _cross = two_phase(speed)
     light = Light(main.cycle, AMBER_ONSET_S - main.green, main.green, amber)
     x_cross = line_x + STOP_LINE_SETBACK + 1.5 * LANE_WIDTH
-    return Layout(speed, [], 2, Crossing(x=x_cross, reach=60.0), Signals(line_x, light))
+    return Layout(speed, [], 2, crossing=Crossing(x=x_cross, reach=60.0), signals=Signals(line_x, light))
 
 
 FAMILIES: dict[str, Family] = {
