@@ -149,6 +149,7 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
         width=width,
         valid=valid,
         route=route,
+        kind=jnp.zeros(valid.shape, jnp.int32),  # every agent a vehicle
     )
     road_map = c.road(
         c.rotate(lines, angle),
