@@ -70,6 +70,8 @@ class SortedAgents:
         holds an agent; agent_id: slot index in the scenario's original order. Read them
         through the row attributes below (``a.length``, ``a.idm``, ``a.seg`` ...): (N,)
         arrays, bool for flags.
+    lane: (LANE_ROWS, N) float32 MOBIL parameters and lane-change state of each agent
+        (drivesim.core.mobil), or None without lane changes; moved with the other rows.
     """
 
     x: Array
@@ -82,6 +84,7 @@ class SortedAgents:
     valid: Array
     outcome: Array
     props: Array
+    lane: Array | None = None
 
     length = _PropRow()
     width = _PropRow()

@@ -8,7 +8,16 @@ from operator import attrgetter
 
 import numpy as np
 
-from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, LogTrajectory, RoadMap, Scenario, replace
+from drivesim.core.types import (
+    IDM_DEFAULTS,
+    AgentState,
+    IDMParams,
+    LogTrajectory,
+    MOBILParams,
+    RoadMap,
+    Scenario,
+    replace,
+)
 from drivesim.core.validate import ScenarioError
 from drivesim.scenarios.record import ScenarioRecord
 
@@ -68,6 +77,12 @@ def pad_scenario(
             valid=pt(sc.log.valid, False),
             replay=pa(sc.log.replay, False),
         )
+    mobil = None
+    if sc.mobil is not None:  # padding agents never change lanes
+        mobil = MOBILParams(
+            **{k: pa(getattr(sc.mobil, k), 0.0) for k in ("politeness", "b_safe", "threshold")},
+            enabled=pa(sc.mobil.enabled, False),
+        )
     return Scenario(
         agents=agents,
         idm=idm,
@@ -78,6 +93,7 @@ def pad_scenario(
         scenario_id=sc.scenario_id,
         valid=sc.valid,
         log=log,
+        mobil=mobil,
     )
 
 
@@ -289,7 +305,7 @@ def _stack_plain(scenarios: list[Scenario], path: str, extra: list | None, total
 
 def _fill_bucket(scenarios: list[Scenario], key: BucketKey, batch_size: int | None) -> Scenario:
     """stack_bucket by field: one preallocated array per leaf, each scenario slice-assigned."""
-    if not scenarios:
+    if not scenarios or any(s.mobil is not None for s in scenarios):  # per-agent MOBIL: pad_scenario
         raise _SlowPath
     total = max(len(scenarios), batch_size or 0)
     lanes, grid = (key.lanes,), (key.lanes, key.points)

@@ -1,0 +1,104 @@
+"""MOBIL (Kesting, Treiber, Helbing 2007) in float64 NumPy, one agent at a time, for
+straight lanes along +x (lane k centred at y = k * width): the reference of
+drivesim.core.mobil."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tests.core.reference import MIN_GAP, idm
+
+
+@dataclass
+class Traffic:
+    """Agents (N,) float64: x, y, v, length, lane (int), idm (dict of (N,) arrays),
+    mobil (dict politeness, b_safe, threshold of (N,)), enabled (bool); lanes: count;
+    width: lane width."""
+
+    x: np.ndarray
+    y: np.ndarray
+    v: np.ndarray
+    length: np.ndarray
+    lane: np.ndarray
+    idm: dict
+    mobil: dict
+    enabled: np.ndarray
+    lanes: int
+    width: float
+
+
+def follow(tr: Traffic, i: int, gap: float, lead_v: float) -> float:
+    """IDM acceleration of agent i behind a leader at ``gap`` (+inf: none)."""
+    p = {k: float(v[i]) for k, v in tr.idm.items()}
+    if not np.isfinite(gap):
+        return idm(tr.v[i], np.inf, 0.0, **p)
+    return idm(tr.v[i], max(gap, MIN_GAP), tr.v[i] - lead_v, **p)
+
+
+def neighbours(tr: Traffic, i: int, lane: int):
+    """(leader, its gap, follower, its gap to i) of agent i in lane ``lane`` (index or None,
+    gaps +inf without one): agents whose centre lies in the lane's corridor."""
+    lead, follower, lead_ds, follow_ds = None, None, np.inf, -np.inf
+    for j in range(len(tr.x)):
+        if j == i or abs(tr.y[j] - lane * tr.width) >= 0.5 * tr.width:
+            continue
+        ds = tr.x[j] - tr.x[i]
+        if ds > 0.0 and ds < lead_ds:
+            lead, lead_ds = j, ds
+        if ds <= 0.0 and ds > follow_ds:
+            follower, follow_ds = j, ds
+    lead_gap = lead_ds - 0.5 * (tr.length[i] + tr.length[lead]) if lead is not None else np.inf
+    follow_gap = -follow_ds - 0.5 * (tr.length[i] + tr.length[follower]) if follower is not None else np.inf
+    return lead, lead_gap, follower, follow_gap
+
+
+def accel_now(tr: Traffic) -> np.ndarray:
+    """Every agent's IDM acceleration behind its leader in its own lane."""
+    out = np.zeros(len(tr.x))
+    for i in range(len(tr.x)):
+        lead, gap, _f, _g = neighbours(tr, i, int(tr.lane[i]))
+        out[i] = follow(tr, i, gap, tr.v[lead] if lead is not None else 0.0)
+    return out
+
+
+def side(tr: Traffic, c: int, target: int, acc: np.ndarray):
+    """MOBIL towards lane ``target`` for agent c: (allowed, incentive, safety margin
+    ã_n + b_safe, fit margin min(new gaps))."""
+    lead, lead_gap, n, n_gap = neighbours(tr, c, target)
+    own_lead, own_gap, o, o_gap = neighbours(tr, c, int(tr.lane[c]))
+    acc_c_new = follow(tr, c, lead_gap, tr.v[lead] if lead is not None else 0.0)
+    acc_n = acc[n] if n is not None else 0.0
+    acc_n_new = follow(tr, n, n_gap, tr.v[c]) if n is not None else 0.0
+    acc_o = acc[o] if o is not None else 0.0
+    own_lead_v = tr.v[own_lead] if own_lead is not None else 0.0
+    acc_o_new = follow(tr, o, o_gap + tr.length[c] + own_gap, own_lead_v) if o is not None else 0.0
+    p, b_safe, threshold = (float(tr.mobil[k][c]) for k in ("politeness", "b_safe", "threshold"))
+    safe = acc_n_new >= -b_safe
+    incentive = acc_c_new - acc[c] + p * ((acc_n_new - acc_n) + (acc_o_new - acc_o))
+    fits = lead_gap > 0.0 and n_gap > 0.0
+    allowed = bool(safe and incentive > threshold and fits)
+    return allowed, incentive - threshold, acc_n_new + b_safe, min(lead_gap, n_gap)
+
+
+def decisions(tr: Traffic):
+    """New lane of every agent (N,) int and the smallest decision margin of each (N,)."""
+    acc = accel_now(tr)
+    lane = tr.lane.copy()
+    margin = np.full(len(tr.x), np.inf)
+    for c in range(len(tr.x)):
+        if not tr.enabled[c]:
+            continue
+        results = {}
+        for target in (lane[c] + 1, lane[c] - 1):  # left (larger y) first
+            if 0 <= target < tr.lanes:
+                allowed, inc, safe_m, fit_m = side(tr, c, int(target), acc)
+                results[int(target)] = (allowed, inc)
+                margin[c] = min(margin[c], abs(inc), abs(safe_m), abs(fit_m))
+        left, right = results.get(int(lane[c]) + 1, (False, 0.0)), results.get(int(lane[c]) - 1, (False, 0.0))
+        if left[0] and (not right[0] or left[1] >= right[1]):
+            lane[c] = lane[c] + 1
+        elif right[0]:
+            lane[c] = lane[c] - 1
+    return lane, margin
