@@ -27,11 +27,10 @@ Per-agent rows (``SortedAgents.lane``): LANE_ROWS. Every function works on one s
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from drivesim.core.behavior import follow_acceleration
-from drivesim.core.road import RouteSegments, agent_segments, lane_segments
+from drivesim.core.road import RouteSegments, lane_segments
 from drivesim.core.types import (
     Array,
     IDMParams,
@@ -140,8 +139,19 @@ def _in_frames(x: Array, y: Array, fr: LaneFrames) -> tuple[Array, Array]:
 
 
 def _mm(x: Array, y: Array) -> Array:
-    """x @ y at full float32 precision (one-hot selections stay exact on every backend)."""
-    return jnp.matmul(x, y, precision=jax.lax.Precision.HIGHEST)
+    """x @ y for a 0/1 (selection) matrix x (N, K) and y (K,) or (K, M), as a fused
+    multiply-and-sum: exact, and XLA:CPU runs a batch of small dots one call at a time."""
+    if y.ndim == 1:
+        return jnp.sum(x * y[None, :], axis=1)
+    return jnp.sum(x[:, :, None] * y[None, :, :], axis=1)
+
+
+def _segments_of(road: RoadMap, route: Array) -> RouteSegments:
+    """core.road.agent_segments (fields (S, N)) by a masked sum over lanes instead of dots."""
+    lanes = lane_segments(road.centers)  # (L, S)
+    onehot = route[None, :] == jnp.arange(road.centers.shape[-3])[:, None]  # (L, N)
+    pick = lambda v: jnp.sum(jnp.where(onehot[:, None, :], v[:, :, None], 0.0), axis=0)  # noqa: E731
+    return RouteSegments(**{f: pick(getattr(lanes, f)) for f in RouteSegments.__dataclass_fields__})
 
 
 TABLE = ("speed", "accel_now", "v0", "T", "s0", "a", "b", "delta", "length")  # columns of _table
@@ -308,7 +318,7 @@ def _switch(a, road: RoadMap, fr: LaneFrames, lateral: Array):
     props = props.at[PROP_ROWS.index("route")].set(route.astype(jnp.float32))
     width = jnp.where(crossed, _mm(onehot, road.widths), a.lane_width)
     props = props.at[PROP_ROWS.index("lane_width")].set(width)
-    seg: RouteSegments = agent_segments(road, route)
+    seg = _segments_of(road, route)
     old = a.seg
     rows = [jnp.where(crossed[None, :], getattr(seg, f), getattr(old, f)) for f in SEG_FIELDS]
     props = jnp.concatenate([props[: len(PROP_ROWS)]] + rows, axis=0)

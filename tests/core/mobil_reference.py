@@ -4,11 +4,12 @@ drivesim.core.mobil."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from tests.core.reference import MIN_GAP, idm
+from tests.core.reference import MIN_GAP, ReferenceSim, Route, _np, idm, reference_rollout
 
 
 @dataclass
@@ -102,3 +103,87 @@ def decisions(tr: Traffic):
         elif right[0]:
             lane[c] = lane[c] - 1
     return lane, margin
+
+
+# ----------------------------------------------------------------------------- rollout
+
+
+def path_offset(d0: float, age: float, duration: float) -> float:
+    """d0 (1 - q(u)), q(u) = 10u^3 - 15u^4 + 6u^5, u = clip(age / duration, 0, 1)."""
+    u = min(max(age / duration, 0.0), 1.0)
+    return d0 * (1.0 - u**3 * (10.0 - 15.0 * u + 6.0 * u * u))
+
+
+class LaneChangingReference(ReferenceSim):
+    """ReferenceSim with MOBIL lane changes (drivesim.core.mobil) on straight lanes along +x,
+    lane k centred at y = k * width: decisions after step t when (t + 1) % decide_every == 0,
+    the quintic lateral path, the route switch once the centre is inside the target lane."""
+
+    def __init__(self, scenario, policy, config):
+        super().__init__(scenario, policy, config)
+        lc = config.lane_changes
+        n = self.n
+        mob = scenario.mobil
+        pick = lambda k: np.full(n, getattr(lc, k)) if mob is None else _np(getattr(mob, k))  # noqa: E731
+        self.mob = {k: pick(k) for k in ("politeness", "b_safe", "threshold")}
+        allowed = np.ones(n, bool) if mob is None else np.asarray(mob.enabled, bool)
+        self.enabled = self.valid & (np.arange(n) != self.ego) & allowed
+        self.route_id = np.array(self.route_id, copy=True)  # changes here, not in the scenario
+        self.target = self.route_id.astype(int).copy()
+        self.shift, self.d0, self.t0 = np.zeros(n), np.zeros(n), np.full(n, -1.0e9)
+        self.lane_width = float(self.road["widths"][0])
+        self.num_lanes = int(np.sum(self.road["lane_valid"]))
+        self.group = np.where(self.valid, 0.0, len(self.road["widths"]))  # one group: every lane
+        self.order = np.lexsort((self._keys(), self.group))
+        self.t = 0
+
+    def _steer(self, i, proj):
+        look = max(self.cfg.min_lookahead, self.cfg.lookahead_time * self.v[i])
+        tgt = self.routes[i].point_at(proj[i][0] + look)
+        _s, _d, tx, ty = proj[i]
+        age = (self.t - self.t0[i]) * self.cfg.dt + look / max(self.v[i], 1.0)
+        off = path_offset(self.d0[i], age, self.cfg.lane_changes.duration_s) + self.shift[i]
+        dx, dy = tgt[0] - off * ty - self.x[i], tgt[1] + off * tx - self.y[i]
+        dist2 = max(dx * dx + dy * dy, 1e-6)
+        lateral = -dx * math.sin(self.h[i]) + dy * math.cos(self.h[i])
+        return math.atan(2.0 * self.cfg.wheelbase_ratio * self.length[i] * lateral / dist2)
+
+    def step(self, t, m):
+        self.t = t
+        super().step(t, m)
+        lc = self.cfg.lane_changes
+        if self.scenario_valid and t < self.episode_length and (t + 1) % lc.decide_every == 0:
+            self._decide(t + 1)
+
+    def _decide(self, now: int):
+        w, lc = self.lane_width, self.cfg.lane_changes
+        for i in range(self.n):  # the centre inside the target lane: take it as the route
+            if self.shift[i] != 0.0 and abs(self.y[i] - self.target[i] * w) < 0.5 * w:
+                self.route_id[i] = self.target[i]
+                self.routes[i] = Route(self.road["centers"][self.target[i]])
+                self.lane_w[i] = self.road["widths"][self.target[i]]
+                self.shift[i] = 0.0
+        idle = ((now - self.t0) * self.cfg.dt >= lc.duration_s) & (self.shift == 0.0)
+        traffic = Traffic(
+            x=self.x,
+            y=self.y,
+            v=self.v,
+            length=self.length,
+            lane=np.asarray(self.route_id, int),
+            idm=self.idm_p,
+            mobil=self.mob,
+            enabled=self.enabled & self.valid & idle,
+            lanes=self.num_lanes,
+            width=w,
+        )
+        lanes, _margin = decisions(traffic)
+        for c in np.flatnonzero(lanes != traffic.lane):
+            self.target[c] = lanes[c]
+            self.d0[c] = self.y[c] - lanes[c] * w
+            self.shift[c] = (lanes[c] - traffic.lane[c]) * w
+            self.t0[c] = now
+
+
+def lane_changing_rollout(scenario, policy, config):
+    """reference_rollout with :class:`LaneChangingReference`."""
+    return reference_rollout(scenario, policy, config, sim_class=LaneChangingReference)

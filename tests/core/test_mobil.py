@@ -224,3 +224,25 @@ def test_bad_mobil_parameters_are_named():
     with pytest.raises(ScenarioError, match="b_safe"):
         validate_scenario(bad)
     validate_scenario(sc)
+
+
+@pytest.mark.parametrize("case", [0, 1], ids=["lateral", "cut_in"])
+def test_rollout_matches_the_lane_changing_reference(runs, case):
+    (metrics, traj), _ = runs
+    scenario = (_lateral_case, _cut_in_case)[case]()
+    got = ref.lane_changing_rollout(scenario, idm_policy(), TRAJ)
+    n = scenario.num_agents
+    assert np.abs(np.diff(got.y, axis=0)).sum() > 3.0, "the reference changed lanes too"
+    for name in ("x", "y", "heading", "speed"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(traj, name))[case, :, :n],
+            getattr(got, name),
+            rtol=1e-4,
+            atol=1e-3,
+            err_msg=name,
+        )
+    for name in ("ego_collided", "collision_pairs", "agents_collided", "steps"):
+        assert np.asarray(getattr(metrics, name))[case] == got.metrics[name], name
+    np.testing.assert_allclose(
+        np.asarray(metrics.min_ttc_s)[case], got.metrics["min_ttc_s"], rtol=1e-4, atol=2e-3
+    )
