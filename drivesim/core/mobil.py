@@ -188,17 +188,20 @@ class LaneNeighbours:
     offset: Array
 
 
-def lane_neighbours(lane_of: Array, along: Array, lateral: Array, a, fr: LaneFrames) -> LaneNeighbours:
-    """Neighbours of each agent i in lane ``lane_of`` (N, L) one-hot (rows of zeros: none):
-    agents whose centre lies inside that lane's corridor, nearest ahead (along > 0) and
-    behind (along <= 0); along / lateral (L, N) from :func:`_in_frames`; a: SortedAgents."""
+def lane_neighbours(lane_of: Array, along: Array, lateral: Array, a, fr: LaneFrames, claims: Array):
+    """:class:`LaneNeighbours` of each agent i in lane ``lane_of`` (N, L) one-hot (rows of
+    zeros: none): agents whose centre lies inside that lane's corridor or who are changing
+    into it (``claims`` (N, L) one-hot of each agent's target lane while it changes, so two
+    agents do not move into the same gap), nearest ahead (along > 0) and behind (along <= 0);
+    along / lateral (L, N) from :func:`_in_frames`; a: SortedAgents."""
     n = a.x.shape[0]
     eye = jnp.eye(n, dtype=bool)
     ds_j = _mm(lane_of, along)  # (N, N): agent j's along-coordinate in i's lane frame
     lat_j = _mm(lane_of, lateral)
     half = 0.5 * (_mm(lane_of, fr.width))
     ds = ds_j - jnp.sum(jnp.where(eye, ds_j, 0.0), axis=1)[:, None]
-    inside = (jnp.abs(lat_j) < half[:, None]) & a.valid[None, :] & ~eye
+    claimed = _mm(lane_of, claims.T) > 0.5
+    inside = ((jnp.abs(lat_j) < half[:, None]) | claimed) & a.valid[None, :] & ~eye
     inside = inside & (jnp.sum(lane_of, axis=1) > 0.5)[:, None]
     ahead, behind = inside & (ds > 0.0), inside & (ds <= 0.0)
     index = jnp.arange(n)[None, :]
@@ -222,14 +225,14 @@ def _gaps(a, nb: LaneNeighbours, lead: Array, follow: Array) -> tuple[Array, Arr
     return lead_gap, follow_gap
 
 
-def side_incentive(a, lane: Array, target: Array, table: Array, old: tuple, frames_xy):
+def side_incentive(a, lane: Array, target: Array, table: Array, old: tuple, frames_xy, claims: Array):
     """MOBIL towards the lane ``target`` (N, L) one-hot: (change allowed (N,) bool,
     incentive (N,), the agent's offset from the target lane (N,)).
 
     table: :func:`_table`; old: (a_o, ã_o) of the old follower (N,) each (0 without one);
-    frames_xy: (along, lateral, frames)."""
+    frames_xy: (along, lateral, frames); claims: see :func:`lane_neighbours`."""
     along, lateral, fr = frames_xy
-    new = lane_neighbours(target, along, lateral, a, fr)
+    new = lane_neighbours(target, along, lateral, a, fr, claims)
     lead, follow = _mm(new.lead, table), _mm(new.follow, table)
     lead_gap, follow_gap = _gaps(a, new, lead, follow)
     v = a.speed
@@ -265,7 +268,10 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     lane = a.lane
     own = (a.route[:, None] == jnp.arange(num_lanes)[None, :]).astype(jnp.float32)
     own = own * fr.usable[None, :].astype(jnp.float32)
-    current = lane_neighbours(own, along, lateral, a, fr)
+    changing = lane_row(lane, "shift") != 0.0
+    claims = (lane_row(lane, "target")[:, None] == jnp.arange(num_lanes)[None, :]) & changing[:, None]
+    claims = claims.astype(jnp.float32)
+    current = lane_neighbours(own, along, lateral, a, fr, claims)
     cur_lead = _mm(current.lead, _table(a, a.speed))  # the accel column is unused here
     cur_gap = current.lead_ds - 0.5 * (a.length + _col(cur_lead, "length"))
     acc_now = follow_acceleration(a.speed, cur_gap, _col(cur_lead, "speed"), a.idm)
@@ -285,7 +291,7 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     for adj in (left, right):
         target = _mm(own, adj)
         old = (acc_o, acc_o_new)
-        ok, incentive, offset = side_incentive(a, lane, target, table, old, (along, lateral, fr))
+        ok, incentive, offset = side_incentive(a, lane, target, table, old, (along, lateral, fr), claims)
         sides.append((ok & ready, incentive, offset, jnp.argmax(target, axis=1)))
     (ok_l, inc_l, off_l, to_l), (ok_r, inc_r, off_r, to_r) = sides
     go_left = ok_l & (~ok_r | (inc_l >= inc_r))

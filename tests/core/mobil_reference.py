@@ -28,6 +28,7 @@ class Traffic:
     enabled: np.ndarray
     lanes: int
     width: float
+    claims: np.ndarray | None = None  # (N,) lane an agent is changing into (-1: none)
 
 
 def follow(tr: Traffic, i: int, gap: float, lead_v: float) -> float:
@@ -40,10 +41,12 @@ def follow(tr: Traffic, i: int, gap: float, lead_v: float) -> float:
 
 def neighbours(tr: Traffic, i: int, lane: int):
     """(leader, its gap, follower, its gap to i) of agent i in lane ``lane`` (index or None,
-    gaps +inf without one): agents whose centre lies in the lane's corridor."""
+    gaps +inf without one): agents whose centre lies in the lane's corridor or who are
+    changing into it."""
     lead, follower, lead_ds, follow_ds = None, None, np.inf, -np.inf
     for j in range(len(tr.x)):
-        if j == i or abs(tr.y[j] - lane * tr.width) >= 0.5 * tr.width:
+        claimed = tr.claims is not None and tr.claims[j] == lane
+        if j == i or (abs(tr.y[j] - lane * tr.width) >= 0.5 * tr.width and not claimed):
             continue
         ds = tr.x[j] - tr.x[i]
         if ds > 0.0 and ds < lead_ds:
@@ -175,6 +178,7 @@ class LaneChangingReference(ReferenceSim):
             enabled=self.enabled & self.valid & idle,
             lanes=self.num_lanes,
             width=w,
+            claims=np.where(self.shift != 0.0, self.target, -1),
         )
         lanes, _margin = decisions(traffic)
         for c in np.flatnonzero(lanes != traffic.lane):
