@@ -73,6 +73,8 @@ class SortedAgents:
         arrays, bool for flags.
     signal: (5, N) float32 packed SignalPlan rows (drivesim.core.signals.ROWS) in sorted
         order, or None in a scenario without signals.
+    lane: (LANE_ROWS, N) float32 MOBIL parameters and lane-change state of each agent
+        (drivesim.core.mobil), or None without lane changes; moved with the other rows.
     """
 
     x: Array
@@ -86,6 +88,7 @@ class SortedAgents:
     outcome: Array
     props: Array
     signal: Array | None = None
+    lane: Array | None = None
 
     length = _PropRow()
     width = _PropRow()

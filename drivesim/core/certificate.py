@@ -64,13 +64,22 @@ def _beyond(key: Array, group: Array, offset: int, fill) -> Array:
 
 
 def window_certified(
-    a, proj, lead_gap: Array, reach: Array, cross_sep: Array, axis: Array, window: int
+    a,
+    proj,
+    lead_gap: Array,
+    reach: Array,
+    cross_sep: Array,
+    axis: Array,
+    window: int,
+    front_clear: Array | None = None,
 ) -> Array:
     """Whether the window search was provably exact for every agent this step; () bool.
 
     a: SortedAgents (x, y, valid, length, width, lane_width, group rows); proj: their
     Projection; lead_gap: (N,) gap to the window's leader (+inf none); reach: () largest
-    box diagonal; cross_sep: () from :func:`cross_group_separation`; axis: (2,) sort axis.
+    box diagonal; cross_sep: () from :func:`cross_group_separation`; axis: (2,) sort axis;
+    front_clear: optional (N,) bool, proven to have no leader at all (core.mobil.front_clear,
+    for groups shared by several lanes, where an agent without a leader is not the last).
     """
     group = a.group
     key = interactions.sort_key(a.x, a.y, a.valid, axis)
@@ -106,6 +115,8 @@ def window_certified(
     lo = -corridor + jnp.where(forward, 0.0, reach_along)
     none_ahead, none_behind = ahead_min == jnp.inf, behind_max == -jnp.inf  # (inf > inf is False)
     lead_ok = (none_ahead | (ahead_min - key > hi)) & (none_behind | (behind_max - key < lo))
+    if front_clear is not None:
+        lead_ok = lead_ok | (front_clear & (lead_gap == jnp.inf))
     # collisions in i's group: pairs (i, j) with j more than ``window`` places after i
     far = _beyond(slot_key, group, window + 1, jnp.inf) - descent
     coll_ok = far - key > reach + EPS

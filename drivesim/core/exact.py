@@ -40,14 +40,15 @@ def route_separation(centers: Array, ok: Array) -> Array:
 GROUP_SEPARATION = 2.5  # [m] parallel straight routes this far apart are ordered apart
 
 
-def route_groups(sep: Array, real: Array) -> Array:
+def route_groups(sep: Array, real: Array, separation: float = GROUP_SEPARATION) -> Array:
     """(L,) float32 group of each route: connected components of "routes closer than
     GROUP_SEPARATION or not parallel" among ``real`` (L,) bool routes (valid, with a real
     segment) (label = smallest route index). Agents are sorted
     by (group, position): on a straight multi-lane road each lane is its own group, so an
-    agent's leader is its next neighbour in the order."""
+    agent's leader is its next neighbour in the order. ``separation``: the grouping
+    distance (+inf: all real routes one group, the lane-change mode)."""
     num = sep.shape[0]
-    joined = (sep < GROUP_SEPARATION) & real[:, None] & real[None, :]  # padding lanes stay alone
+    joined = (sep < separation) & real[:, None] & real[None, :]  # padding lanes stay alone
     joined = joined | jnp.eye(num, dtype=bool)
     label = jnp.arange(num, dtype=jnp.float32)
     for _ in range(num):

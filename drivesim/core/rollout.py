@@ -16,7 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import behavior, certificate, exact, interactions, signals
+from drivesim.core import behavior, certificate, exact, interactions, mobil, signals
 from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
@@ -85,8 +85,9 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     idm = scenario.idm
     sep = exact.route_separation(scenario.road.centers, lane_ok(scenario.road.centers))
     real = scenario.road.lane_valid & (jnp.sum(lane_ok(scenario.road.centers), axis=-1) > 0)
-    groups = exact.route_groups(sep, real)
-    occupied = jnp.any((onehot > 0.5) & ag.valid[:, None], axis=0)
+    lanes = config.lane_changes
+    groups = exact.route_groups(sep, real, math.inf if lanes else exact.GROUP_SEPARATION)
+    occupied = real if lanes else jnp.any((onehot > 0.5) & ag.valid[:, None], axis=0)  # changers: any lane
     cross_sep = certificate.cross_group_separation(sep, groups, occupied)
     rows = [
         ag.length,
@@ -114,8 +115,17 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     order = jnp.lexsort((key, props[PROP_ROWS.index("group")]))
     outcome = jnp.zeros(n, jnp.int32)
     signal = None if scenario.signal is None else signals.pack(scenario.signal)[:, order]
+    lane_rows = None
+    if lanes:
+        enabled = ag.valid & (jnp.arange(n) != scenario.ego_index) & ~replay
+        lane_rows = mobil.initial_rows(lanes, enabled, scenario.mobil)
+        lane_rows = lane_rows[:, order]
     agents = SortedAgents(
-        **{k: v[order] for k, v in dyn.items()}, outcome=outcome, props=props[:, order], signal=signal
+        **{k: v[order] for k, v in dyn.items()},
+        outcome=outcome,
+        props=props[:, order],
+        signal=signal,
+        lane=lane_rows,
     )
     proj = project(agents.x, agents.y, agents.seg)
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
@@ -138,8 +148,9 @@ def _certified(a, proj, lead_gap, reach, cross_sep, scenario: Scenario, config: 
     """() bool: the window search was exact this step (always True on the all-pairs path)."""
     if config.neighbours == "all_pairs":
         return jnp.ones((), bool)
+    front = mobil.front_clear(a, scenario.road) if config.lane_changes else None
     return certificate.window_certified(
-        a, proj, lead_gap, reach, cross_sep, scenario.road.sort_axis, config.window
+        a, proj, lead_gap, reach, cross_sep, scenario.road.sort_axis, config.window, front
     )
 
 
@@ -250,6 +261,32 @@ def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Arra
     )
 
 
+def _on_path(a: SortedAgents, proj, look, t, target_x, target_y, config: SimConfig):
+    """Pure-pursuit target moved to the lane-change path (core.mobil.path_offset) at the
+    lookahead point (the path's offset ``look / v`` seconds ahead); (N,) each."""
+    assert a.lane is not None
+    age = (t - mobil.lane_row(a.lane, "t0")) * config.dt + look / jnp.maximum(a.speed, 1.0)
+    off = mobil.path_offset(mobil.lane_row(a.lane, "d0"), age, mobil.lane_row(a.lane, "duration"))
+    off = off + mobil.lane_row(a.lane, "shift")
+    return target_x - off * proj.ty, target_y + off * proj.tx
+
+
+def _lane_changes(agents: SortedAgents, scenario: Scenario, config: SimConfig, t, step_index, active):
+    """MOBIL decisions (core.mobil.decide) after step ``t`` every ``decide_every`` steps,
+    under a real conditional when the unbatched ``step_index`` is given."""
+    assert config.lane_changes is not None
+    every = config.lane_changes.decide_every
+    now = t + 1  # the changes start with the next step
+
+    def run(ag):
+        decided = mobil.decide(ag, scenario.road, now, config.dt)
+        return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), decided, ag)
+
+    if step_index is None:
+        return jax.lax.cond(now % every == 0, run, lambda ag: ag, agents)
+    return jax.lax.cond((step_index + 1) % every == 0, run, lambda ag: ag, agents)
+
+
 def advance(
     state: SimState, scenario: Scenario, config: SimConfig, policy, ego_action=None, step_index=None
 ) -> tuple[SimState, StepInfo]:
@@ -269,7 +306,10 @@ def advance(
         gap, lead_v, has_lead = _leaders(state, scenario, config, policy)
     with jax.named_scope("controls"):
         accel = behavior.follow_acceleration(a.speed, gap, lead_v, a.idm)
-        target_x, target_y = point_at(proj.s + behavior.lookahead_distance(a.speed, config), a.seg)
+        look = behavior.lookahead_distance(a.speed, config)
+        target_x, target_y = point_at(proj.s + look, a.seg)
+        if config.lane_changes:  # the lane-change path: offset from the (new) lane's centre
+            target_x, target_y = _on_path(a, proj, look, t, target_x, target_y, config)
         tan_max = math.tan(config.max_steer)
         lane_tan = jnp.clip(
             behavior.pure_pursuit_tan(a.x, a.y, a.cos_h, a.sin_h, a.length, target_x, target_y, config),
@@ -312,9 +352,13 @@ def advance(
             outcome=a.outcome,
             props=a.props,
             signal=a.signal,
+            lane=a.lane,
         )
     with jax.named_scope("resort"):
         agents = _resort(agents, scenario, config, t, step_index)
+    if config.lane_changes:
+        with jax.named_scope("lane_changes"):
+            agents = _lane_changes(agents, scenario, config, t, step_index, active)
     with jax.named_scope("metrics"):
         proj = project(agents.x, agents.y, agents.seg)
         if scenario.log is not None:

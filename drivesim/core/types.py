@@ -147,6 +147,20 @@ class SignalPlan:
 
 
 @pytree_dataclass
+class MOBILParams:
+    """Per-agent MOBIL lane-change parameters (Kesting, Treiber, Helbing 2007), each
+    (..., N): politeness p [-], b_safe [m/s^2] (largest braking imposed on the new follower),
+    threshold [m/s^2] (least incentive), enabled bool (the agent may change lanes; the ego
+    and replayed agents never do). Used when ``SimConfig.lane_changes`` is set; without
+    them every agent takes the LaneChangeConfig values."""
+
+    politeness: Array
+    b_safe: Array
+    threshold: Array
+    enabled: Array
+
+
+@pytree_dataclass
 class Scenario:
     """One traffic scenario.
 
@@ -161,6 +175,7 @@ class Scenario:
     valid: (...) bool; False marks a padding scenario (dropped from results).
     log: LogTrajectory or None.
     signal: SignalPlan or None (no traffic signals; costs nothing in the rollout).
+    mobil: MOBILParams (per-agent lane-change parameters) or None.
     """
 
     agents: AgentState
@@ -173,6 +188,7 @@ class Scenario:
     valid: Array
     log: LogTrajectory | None = None
     signal: SignalPlan | None = None
+    mobil: MOBILParams | None = None
 
     @property
     def num_agents(self) -> int:
@@ -270,6 +286,28 @@ class MLPParams:
 
 
 @dataclass(frozen=True)
+class LaneChangeConfig:
+    """MOBIL lane changes (drivesim.core.mobil; Kesting, Treiber, Helbing 2007), hashable.
+
+    politeness p [-]; b_safe: the new follower may brake at most this hard [m/s^2];
+    threshold: the incentive must exceed this [m/s^2]; duration_s: the lateral move's
+    length [s] (and the least time between two changes of one agent); decide_every: MOBIL
+    decisions run every this many steps. The values are every IDM agent's (ego and replayed
+    agents never change lanes); the engine holds them per agent (drivesim.core.mobil rows).
+    """
+
+    politeness: float = 0.3
+    b_safe: float = 4.0
+    threshold: float = 0.1
+    duration_s: float = 4.0
+    decide_every: int = 5
+
+    def __post_init__(self):
+        if not (self.decide_every >= 1 and self.duration_s > 0 and self.b_safe > 0):
+            raise ValueError("LaneChangeConfig: decide_every >= 1, duration_s > 0 and b_safe > 0 required")
+
+
+@dataclass(frozen=True)
 class SimConfig:
     """Static simulation settings (hashable; a jit static argument).
 
@@ -286,6 +324,8 @@ class SimConfig:
     neighbours: "window" (sorted-window search, proven exact per step; a batch's scenarios
         where the proof fails are simulated again with "all_pairs") | "all_pairs" (every
         pair, O(N^2) per step) | "window_only" (no fallback: for measuring the window).
+    lane_changes: MOBIL lane changes of IDM agents on straight parallel lanes
+        (LaneChangeConfig), or None (agents keep their lanes).
     """
 
     dt: float = 0.1
@@ -304,6 +344,7 @@ class SimConfig:
     obs_neighbours: int = 6
     block_agents: int | str | None = "auto"
     neighbours: str = "window"
+    lane_changes: LaneChangeConfig | None = None
 
     def __post_init__(self):
         if self.neighbours not in ("window", "all_pairs", "window_only"):

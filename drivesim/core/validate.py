@@ -91,6 +91,7 @@ def validate_scenario(scenario: Scenario, where: str = "") -> None:
     _check_road(scenario, ag, valid, fail)
     _check_log(scenario, n, fail)
     _check_signal(scenario, n, valid, fail)
+    _check_mobil(scenario, n, valid, fail)
     if int(np.asarray(scenario.episode_length)) < 1:
         fail("episode_length", "episode length must be >= 1")
     _check_ranges(scenario, valid, fail)
@@ -149,6 +150,22 @@ def _check_road(scenario: Scenario, ag, valid: np.ndarray, fail) -> None:
         fail("agents.route", f"route index outside [0, {lanes})")
     if not np.all(np.asarray(road.lane_valid)[route]):
         fail("agents.route", "an agent's route is a padding lane")
+
+
+def _check_mobil(scenario: Scenario, n: int, valid: np.ndarray, fail) -> None:
+    """Per-agent MOBIL parameters: shapes (N,), politeness finite, b_safe > 0, threshold finite."""
+    mob = scenario.mobil
+    if mob is None:
+        return
+    for name in mob.__dataclass_fields__:
+        if np.asarray(getattr(mob, name)).shape != (n,):
+            fail(f"mobil.{name}", f"shape {np.asarray(getattr(mob, name)).shape} != ({n},)")
+    for name in ("politeness", "threshold"):
+        if not np.all(np.isfinite(np.asarray(getattr(mob, name))[valid])):
+            fail(f"mobil.{name}", "non-finite value (NaN or Inf)")
+    b_safe = np.asarray(mob.b_safe)[valid]
+    if not np.all(np.isfinite(b_safe) & (b_safe > 0)):
+        fail("mobil.b_safe", "must be finite and > 0 [m/s^2]")
 
 
 def _check_log(scenario: Scenario, n: int, fail) -> None:

@@ -14,6 +14,7 @@ from drivesim.core.types import (
     AgentState,
     IDMParams,
     LogTrajectory,
+    MOBILParams,
     RoadMap,
     Scenario,
     SignalPlan,
@@ -99,6 +100,12 @@ def pad_scenario(
             replay=pa(sc.log.replay, False),
         )
     with_signal = sc.signal is not None if signals is None else signals
+    mobil = None
+    if sc.mobil is not None:  # padding agents never change lanes
+        mobil = MOBILParams(
+            **{k: pa(getattr(sc.mobil, k), 0.0) for k in ("politeness", "b_safe", "threshold")},
+            enabled=pa(sc.mobil.enabled, False),
+        )
     return Scenario(
         agents=agents,
         idm=idm,
@@ -110,6 +117,7 @@ def pad_scenario(
         valid=sc.valid,
         log=log,
         signal=pad_signal(sc.signal, len(np.asarray(ag.x)), num_agents) if with_signal else None,
+        mobil=mobil,
     )
 
 
@@ -323,7 +331,7 @@ def _stack_plain(scenarios: list[Scenario], path: str, extra: list | None, total
 
 def _fill_bucket(scenarios: list[Scenario], key: BucketKey, batch_size: int | None) -> Scenario:
     """stack_bucket by field: one preallocated array per leaf, each scenario slice-assigned."""
-    if not scenarios:
+    if not scenarios or any(s.mobil is not None for s in scenarios):  # per-agent MOBIL: pad_scenario
         raise _SlowPath
     total = max(len(scenarios), batch_size or 0)
     lanes, grid = (key.lanes,), (key.lanes, key.points)

@@ -461,9 +461,10 @@ class ReferenceSim:
         m["has_nan"] = m["has_nan"] or bool(np.any(self.valid & ~finite))
 
 
-def reference_rollout(scenario, policy, config) -> RefResult:
-    """Run ``config.num_steps`` steps of one host scenario; see :class:`ReferenceSim`."""
-    sim = ReferenceSim(scenario, policy, config)
+def reference_rollout(scenario, policy, config, sim_class=None) -> RefResult:
+    """Run ``config.num_steps`` steps of one host scenario; see :class:`ReferenceSim`
+    (``sim_class``: a subclass of it, e.g. with lane changes)."""
+    sim = (sim_class or ReferenceSim)(scenario, policy, config)
     m = dict(
         ego_collided=False,
         collision_step=-1,
