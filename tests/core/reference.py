@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drivesim.core.road_users import CYCLIST_LIMITS, PEDESTRIAN_LIMITS
 from drivesim.core.types import CYCLIST, PEDESTRIAN
 
 from .reference_boxes import box_corners, polygon_overlap, sat_separation  # noqa: F401
+from .reference_road_users import kind_limits
 from .reference_signals import ReferenceSignals
 
 MIN_GAP = 0.01
@@ -356,17 +356,7 @@ class ReferenceSim:
         return hit, pairs, partners
 
     def _limits(self, i):
-        """(min_accel, max_accel, max_speed) of agent i: the config's, tightened for a
-        pedestrian or cyclist to its KindLimits."""
-        cfg = self.cfg
-        own = {PEDESTRIAN: PEDESTRIAN_LIMITS, CYCLIST: CYCLIST_LIMITS}.get(int(self.kind[i]))
-        if own is None:
-            return cfg.min_accel, cfg.max_accel, cfg.max_speed
-        return (
-            max(own.min_accel, cfg.min_accel),
-            min(own.max_accel, cfg.max_accel),
-            min(own.max_speed, cfg.max_speed),
-        )
+        return kind_limits(self.kind[i], self.cfg)
 
     # -- one step
     def step(self, t, m):
