@@ -162,7 +162,8 @@ def load_arms(directories: Sequence[str | Path]) -> list[Arm]:
 
 
 def _column(arm: Arm, ids: list[int], key: str) -> np.ndarray:
-    raw = [arm.values[i][key] for i in ids]
+    """Values of ``key`` over ``ids``; a rate absent from a row counts as False."""
+    raw = [arm.values[i].get(key) for i in ids]
     if key in dict(RATES):
         return np.array([bool(v) for v in raw])
     out = np.array([math.nan if v is None else float(v) for v in raw], float)

@@ -99,8 +99,10 @@ def test_many_threads_read_one_store(tmp_path):
 
 
 def _write_version_1(path, records):
-    """A store in the version-1 layout: unpadded rows, no class columns."""
-    data = {n: [] for n, _ in st.META_COLUMNS} | {st.column_name(p): [] for p, _, _ in st.FIELDS}
+    """A store in the version-1 layout: unpadded rows, no class columns, none of the columns
+    added in version 3 (road-user types, signals)."""
+    v1 = [(p, d, s) for p, d, s in st.FIELDS if p != "agents.kind" and not p.startswith("signal.")]
+    data = {n: [] for n, _ in st.META_COLUMNS} | {st.column_name(p): [] for p, _, _ in v1}
     for r in records:
         sc = r.scenario
         data["family"].append(r.family), data["source"].append(r.source), data["name"].append(r.name)
@@ -108,11 +110,11 @@ def _write_version_1(path, records):
         data["num_lanes"].append(sc.road.widths.shape[0])
         data["num_points"].append(sc.road.centers.shape[1])
         data["log_steps"].append(None if sc.log is None else sc.log.valid.shape[0])
-        for p, dtype, shape in st.FIELDS:
+        for p, dtype, shape in v1:
             v = st.leaf(sc, p)
             value = None if v is None else np.asarray(v, dtype).reshape(-1).tolist()
             data[st.column_name(p)].append(np.asarray(v, dtype).item() if shape == () else value)
-    fields = [f for f in st.schema() if not f.name.startswith("class_")]
+    fields = [f for f in st.schema() if not f.name.startswith("class_") and f.name in data]
     schema = pa.schema(fields, metadata={st.VERSION_KEY: b"1"})
     pq.write_table(pa.table(data, schema=schema), path)
 
