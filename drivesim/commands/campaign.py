@@ -151,6 +151,13 @@ def register(app: typer.Typer) -> None:
                 max=BOUNDS["agents"][1],
             ),
         ] = None,
+        lane_changes: Annotated[
+            bool,
+            typer.Option(
+                "--lane-changes",
+                help="MOBIL lane changes of the IDM agents on multi-lane roads (slower: see BENCHMARKS.md).",
+            ),
+        ] = False,
         out: Annotated[
             pathlib.Path | None,
             typer.Option(
@@ -249,6 +256,7 @@ def register(app: typer.Typer) -> None:
                 batch_size=batch_size,
                 num_steps=steps,
                 agents=agents,
+                lane_changes=lane_changes,
                 seed=seed,
                 loader_threads=loader_threads,
                 stall_s=stall_timeout,

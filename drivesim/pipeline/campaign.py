@@ -23,7 +23,6 @@ from typing import Any
 
 import jax
 
-from drivesim.core.types import SimConfig
 from drivesim.parallel.memory import host_rss
 from drivesim.pipeline import fingerprint, sessions, verify
 from drivesim.pipeline import results as res
@@ -34,6 +33,7 @@ from drivesim.pipeline.config import (
     check_same_campaign,
     policy_spec,
     read_config,
+    sim_config,
     write_config,
 )
 from drivesim.pipeline.devices import DeviceRunner, block
@@ -169,7 +169,7 @@ class _Runner:
             )
         )
         self.spec = policy_spec(config)
-        self.sim_config = SimConfig(num_steps=config.num_steps, policy=self.spec.kind)
+        self.sim_config = sim_config(config, self.spec.kind)
         self.device = DeviceRunner(config, self.sim_config, self.spec)
         self.total = len(self.source)
         self.positions, self.process_index = _positions(self.total)

@@ -27,7 +27,9 @@ IDENTITY_FIELDS = (
     "max_agents",
     "batch_size",
     "window_batches",
+    "lane_changes",
 )
+LANE_CHANGE_WINDOW = 12  # neighbour window with lane changes (every lane one sorted group)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class CampaignConfig:
     num_steps: simulation steps; agents: fixed agent count for synthetic families (None:
         the family's own distribution); max_agents: upper end of the drawn agent count
         (None: the family's default).
+    lane_changes: MOBIL lane changes of the IDM agents (SimConfig.lane_changes with the
+        LaneChangeConfig defaults, neighbour window LANE_CHANGE_WINDOW).
     loader_threads: host loader threads; prefetch: bounded host queue depth (batches).
     retries: extra attempts for a batch whose compute raised.
     stall_s: the stall watchdog's limit [s] (at least; it grows to 10x the median gap between
@@ -71,6 +75,7 @@ class CampaignConfig:
     num_steps: int = 80
     agents: int | None = None
     max_agents: int | None = None
+    lane_changes: bool = False
     seed: int = 0
     out: str = "runs/demo"
     loader_threads: int = 2
@@ -99,12 +104,29 @@ class CampaignConfig:
         return self.batch_size * self.window_batches
 
     def identity(self) -> dict:
-        """The fields a resume must match (JSON-comparable; max_agents only when set, so
-        campaigns written before it existed keep their identity)."""
+        """The fields a resume must match (JSON-comparable; max_agents only when set and
+        lane_changes only when on, so campaigns written before they existed keep their
+        identity)."""
         out = {k: _plain(getattr(self, k)) for k in IDENTITY_FIELDS}
         if out["max_agents"] is None:
             del out["max_agents"]
+        if not out["lane_changes"]:
+            del out["lane_changes"]
         return out
+
+
+def sim_config(config: CampaignConfig, policy: str):
+    """The SimConfig a campaign simulates with, for the registered policy name ``policy``."""
+    from drivesim.core.types import LaneChangeConfig, SimConfig
+
+    if config.lane_changes:
+        return SimConfig(
+            num_steps=config.num_steps,
+            policy=policy,
+            lane_changes=LaneChangeConfig(),
+            window=LANE_CHANGE_WINDOW,
+        )
+    return SimConfig(num_steps=config.num_steps, policy=policy)
 
 
 def _plain(value):
@@ -244,7 +266,6 @@ def policy_spec(config: CampaignConfig) -> PolicySpec:
     import importlib
 
     from drivesim.core import policies
-    from drivesim.core.types import SimConfig
 
     if config.sweep:
         variants = read_sweep(config.sweep)
@@ -252,7 +273,7 @@ def policy_spec(config: CampaignConfig) -> PolicySpec:
         return PolicySpec(policies.IDM.name, params, tuple(_describe_idm(v) for v in variants))
     policy, args = split_policy(config.policy)
     kind = policy.name if args else config.policy
-    sim = SimConfig(num_steps=config.num_steps, policy=kind)
+    sim = sim_config(config, kind)
     if not args:
         return PolicySpec(kind, (policy.init(sim, None),), (config.policy,))
     module, _, name = (policy.loader or "").partition(":")

@@ -85,9 +85,8 @@ class CampaignWorker:
     def __init__(self, config: CampaignConfig, source=None, index: int = 0):
         self.core = pin(index)
         prepare_jax()
-        from drivesim.core.types import SimConfig
         from drivesim.pipeline import sources as src
-        from drivesim.pipeline.config import policy_spec
+        from drivesim.pipeline.config import policy_spec, sim_config
         from drivesim.pipeline.devices import DeviceRunner
         from drivesim.pipeline.generated import make_planner
 
@@ -97,9 +96,7 @@ class CampaignWorker:
                 config.sources, config.count, config.seed, config.agents, config.num_steps, config.max_agents
             )
         self.spec = policy_spec(config)
-        self.device = DeviceRunner(
-            config, SimConfig(num_steps=config.num_steps, policy=self.spec.kind), self.spec
-        )
+        self.device = DeviceRunner(config, sim_config(config, self.spec.kind), self.spec)
         d = self.device.num_devices
         settings = PlanSettings(
             batch_size=config.batch_size,

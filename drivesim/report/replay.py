@@ -137,12 +137,11 @@ def replay(directory, scenario_id: int, policy: str | None = None) -> Replay:
 def replay_many(directory, wanted: Sequence[tuple[int, str | None]]) -> list[Replay]:
     """Re-simulate several scenarios: those with the same log layout are padded to one shape
     and run as one batch per policy (one compilation for every policy of a sweep)."""
-    from drivesim.core.types import SimConfig
-    from drivesim.pipeline.config import policy_spec, read_config
+    from drivesim.pipeline.config import policy_spec, read_config, sim_config
 
     config = read_config(directory)
     spec = policy_spec(config)
-    sim = SimConfig(num_steps=config.num_steps, policy=spec.kind)
+    sim = sim_config(config, spec.kind)
     jobs = []
     for scenario_id, policy in wanted:
         rows = result_rows(directory, scenario_id)

@@ -140,3 +140,30 @@ def test_duckdb_relation_and_arrow(campaign):
     rel = results.results_relation(out, con)
     assert rel.aggregate("count(*)").fetchall()[0][0] == COUNT
     assert results.results_table(out).num_rows == COUNT
+
+
+def test_lane_changes_option_reaches_the_engine(tmp_path):
+    """--lane-changes: the campaign's metrics equal core simulate with MOBIL on (and differ
+    from the run without it), and a resume with the option off is refused."""
+    import dataclasses
+
+    from drivesim.core.policies import idm_policy
+    from drivesim.core.rollout import simulate
+    from drivesim.pipeline.config import sim_config
+    from drivesim.scenarios.batching import pad_and_stack
+    from drivesim.scenarios.synthetic import FamilyConfig, generate
+
+    config = small_config(tmp_path, count=8, num_steps=40, lane_changes=True)
+    run_campaign(config)
+    batch = pad_and_stack(
+        [generate("highway", i, FamilyConfig(num_agents=16, steps=40)).scenario for i in range(8)]
+    )
+    with_changes = simulate(batch, idm_policy(), sim_config(config, "idm"))
+    without = simulate(
+        batch, idm_policy(), sim_config(dataclasses.replace(config, lane_changes=False), "idm")
+    )
+    got = results.query(tmp_path, "SELECT progress_m FROM results ORDER BY scenario_id").column("progress_m")
+    np.testing.assert_array_equal(got.to_numpy(), np.asarray(with_changes.progress_m))
+    assert not np.array_equal(np.asarray(with_changes.progress_m), np.asarray(without.progress_m))
+    with pytest.raises(ValueError, match="lane_changes"):
+        run_campaign(dataclasses.replace(config, lane_changes=False))
