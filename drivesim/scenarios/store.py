@@ -102,11 +102,16 @@ def schema() -> pa.Schema:
     return pa.schema(cols, metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()})
 
 
-def stored_column(table: pa.Table, name: str) -> pa.Array:
-    """Column ``name`` of a store table as one array; an ADDED_COLUMNS column absent from
-    an older store reads as zeros (agents_kind: every agent a vehicle)."""
-    if name in table.column_names or name not in ADDED_COLUMNS:
+def stored_column(table: pa.Table, name: str) -> pa.Array | None:
+    """Column ``name`` of a store table as one array. A column absent from an older store:
+    an ADDED_COLUMNS one reads as zeros (agents_kind: every agent a vehicle), a signal column
+    as None (no signals)."""
+    if name in table.column_names:
         return table.column(name).combine_chunks()
+    if name.startswith("signal_"):
+        return None
+    if name not in ADDED_COLUMNS:
+        return table.column(name).combine_chunks()  # the missing column's own error
     like = table.column("agents_valid").combine_chunks()
     zeros = pa.array(np.zeros(len(like.values), I32))
     return pa.ListArray.from_arrays(like.offsets, zeros)
@@ -376,9 +381,9 @@ class _RowGroup:
         self.stored = [dict(zip(DIMS, values, strict=True)) for values in zip(*stored, strict=True)]
         self.columns: dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
         for path, dtype, shape in FIELDS:
-            if column_name(path) not in table.column_names and path.startswith("signal."):
-                continue  # a version-2 store: no signals
             col = stored_column(table, column_name(path))
+            if col is None:
+                continue
             if shape == ():
                 self.columns[path] = (col.to_numpy(zero_copy_only=False).astype(dtype), None, None)
             else:

@@ -78,9 +78,9 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
     leaves = {}
     for path, dtype, shape in FIELDS:
         name = column_name(path)
-        if name not in t.column_names and path.startswith("signal."):
-            continue  # a version-2 store: no signals
         col = stored_column(t, name)
+        if col is None:
+            continue
         if shape == ():
             leaves[path] = _pad_rows(col.to_numpy(zero_copy_only=False).astype(dtype), total, path)
             continue
