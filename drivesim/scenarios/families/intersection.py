@@ -16,9 +16,11 @@ approach that yields to it).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax.numpy as jnp
 
-from drivesim.core.types import AgentState, Scenario, SignalPlan, replace
+from drivesim.core.types import AgentState, Array, IDMParams, Scenario, SignalPlan, replace
 from drivesim.scenarios.families import common as c
 from drivesim.scenarios.signal_timing import CYCLE_S, two_phase
 
@@ -42,6 +44,56 @@ def _lanes(la, lb, beta, w):
     return u, right, on_b, i < 2 * (la + lb)
 
 
+class Traffic(NamedTuple):
+    """The drawn traffic of a junction, each (size,): lane slot, on the minor road, real
+    slot, box length and width [m], speed [m/s], IDM parameters, and its queues (common.queue)."""
+
+    lane: Array
+    minor: Array
+    valid: Array
+    length: Array
+    width: Array
+    speed: Array
+    idm: IDMParams
+    q: c.Queue
+
+
+def queue_positions(d: c.Draws, t: Traffic, radius) -> tuple[Array, Array]:
+    """Each agent's position along its lane (size,) [m] (0 at the lane's reference point;
+    minor-road queues stop before the conflict zone, major-road ones start in -60..80 m)
+    and the lanes' half-length [m]."""
+    stop_gap = c.equilibrium_gap(t.speed, jnp.zeros(t.speed.shape), t.idm) * d.u(13, 1.0, 1.4)
+    head_gap = t.q.of_head(t.lane, jnp.maximum(stop_gap, d.u(14, 8.0, 40.0)))
+    minor_front = -radius - head_gap - 0.5 * t.q.of_head(t.lane, t.length)
+    major_front = c.quantize(d.lane(15, -60.0, 80.0))[t.lane]
+    rel = jnp.where(t.minor, minor_front, major_front) + t.q.from_head(t.lane)
+    half = jnp.maximum(300.0, -jnp.min(jnp.where(t.valid, rel, 0.0)) + 150.0)
+    return rel, half
+
+
+def junction_agents(d: c.Draws, t: Traffic, lanes: tuple[Array, Array], beta, rel, route):
+    """The agents at ``rel`` along their lanes (``lanes``: unit directions and right offsets
+    (LANES, 2) of :func:`_lanes`), routed on ``route``, all vehicles; the whole junction turned
+    by a drawn angle. Returns (AgentState, sort axis (2,), angle [rad])."""
+    u, right = lanes
+    diag = jnp.stack([1.0 + jnp.cos(beta), jnp.sin(beta)])
+    angle = d.s(7, -jnp.pi, jnp.pi)
+    xy = c.rotate(right[t.lane] + rel[:, None] * u[t.lane], angle)
+    agents = AgentState(
+        x=xy[:, 0],
+        y=xy[:, 1],
+        heading=jnp.arctan2(u[t.lane, 1], u[t.lane, 0]) + angle,
+        speed=t.speed,
+        accel=c.idm_accel(t.speed, t.q.lead_gap, t.q.lead_speed, t.idm),
+        length=t.length,
+        width=t.width,
+        valid=t.valid,
+        route=route,
+        kind=jnp.zeros(t.valid.shape, jnp.int32),
+    )
+    return agents, c.rotate(diag / jnp.sqrt(jnp.sum(diag * diag)), angle), angle
+
+
 def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     """Scenario ``scenario_id`` of campaign ``seed`` (traced ints), padded to ``size`` agents."""
     key = c.scenario_key(seed, NAME, scenario_id)
@@ -61,37 +113,18 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     idm = c.cap_speed(speed, replace(idm, v0=d.u(10, 11.0, 17.0)))
     count_a, total = 2 * la, 2 * (la + lb)
     route = jnp.where(minor, d.i(11, count_a, total), d.i(11, 0, count_a))
-    q = c.queue(d, 12, route, valid, length, speed, idm)
-    stop_gap = c.equilibrium_gap(speed, jnp.zeros(size), idm) * d.u(13, 1.0, 1.4)
-    head_gap = q.of_head(route, jnp.maximum(stop_gap, d.u(14, 8.0, 40.0)))
-    minor_front = -radius - head_gap - 0.5 * q.of_head(route, length)
-    major_front = c.quantize(d.lane(15, -60.0, 80.0))[route]
-    rel = jnp.where(minor, minor_front, major_front) + q.from_head(route)
-    half = jnp.maximum(300.0, -jnp.min(jnp.where(valid, rel, 0.0)) + 150.0)
+    traffic = Traffic(
+        route, minor, valid, length, width, speed, idm, c.queue(d, 12, route, valid, length, speed, idm)
+    )
+    rel, half = queue_positions(d, traffic, radius)
     u, right, _on_b, lane_valid = _lanes(la, lb, beta, w)
     lines = jnp.stack([right - half * u, right + half * u], axis=1)
-    xy = right[route] + rel[:, None] * u[route]
-    heading = jnp.arctan2(u[route, 1], u[route, 0])
-    diag = jnp.stack([1.0 + jnp.cos(beta), jnp.sin(beta)])
-    angle = d.s(7, -jnp.pi, jnp.pi)
-    xy = c.rotate(xy, angle)
-    agents = AgentState(
-        x=xy[:, 0],
-        y=xy[:, 1],
-        heading=heading + angle,
-        speed=speed,
-        accel=c.idm_accel(speed, q.lead_gap, q.lead_speed, idm),
-        length=length,
-        width=width,
-        valid=valid,
-        route=route,
-        kind=jnp.zeros(valid.shape, jnp.int32),
-    )
+    agents, axis, angle = junction_agents(d, traffic, (u, right), beta, rel, route)
     road_map = c.road(
         c.edge_pad(c.rotate(lines, angle)),
         jnp.full(c.LANES, w),
         lane_valid,
-        c.rotate(diag / jnp.sqrt(jnp.sum(diag * diag)), angle),
+        axis,
         jnp.zeros(2),
         radius,
     )

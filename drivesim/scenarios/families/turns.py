@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from drivesim.core.types import AgentState, Scenario, replace
+from drivesim.core.types import Scenario, replace
 from drivesim.scenarios.families import common as c
-from drivesim.scenarios.families.intersection import _lanes
+from drivesim.scenarios.families.intersection import Traffic, _lanes, junction_agents, queue_positions
 
 NAME = "intersection_turns"
 LOG_UNIFORM = True
@@ -99,13 +99,10 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     idm = c.draw_idm(d)
     idm = replace(idm, v0=jnp.where(kind >= 0, v_turn, d.u(10, 11.0, 17.0)))
     idm = c.cap_speed(speed, idm)
-    q = c.queue(d, 12, lane, valid, length, speed, idm)
-    stop_gap = c.equilibrium_gap(speed, jnp.zeros(size), idm) * d.u(13, 1.0, 1.4)
-    head_gap = q.of_head(lane, jnp.maximum(stop_gap, d.u(14, 8.0, 40.0)))
-    minor_front = -radius - head_gap - 0.5 * q.of_head(lane, length)
-    major_front = c.quantize(d.lane(15, -60.0, 80.0))[lane]
-    rel = jnp.where(minor, minor_front, major_front) + q.from_head(lane)
-    half = jnp.maximum(300.0, -jnp.min(jnp.where(valid, rel, 0.0)) + 150.0)
+    traffic = Traffic(
+        lane, minor, valid, length, width, speed, idm, c.queue(d, 12, lane, valid, length, speed, idm)
+    )
+    rel, half = queue_positions(d, traffic, radius)
     u, right, _on_b, lane_valid = _lanes(la, lb, beta, w)
     # the 8 turn routes, approach-major (left, right)
     a_idx = jnp.repeat(jnp.arange(4), 2)
@@ -134,28 +131,12 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     straight = jnp.pad(straight, ((0, ROUTES - c.LANES), (0, 0), (0, 0)))
     lines = jnp.where(is_turn_slot[:, None, None], turn_lines[from_turn], straight)
     route_valid = jnp.pad(lane_valid, (0, ROUTES - c.LANES)) | is_turn_slot
-    xy = right[lane] + rel[:, None] * u[lane]
-    heading = jnp.arctan2(u[lane, 1], u[lane, 0])
-    diag = jnp.stack([1.0 + jnp.cos(beta), jnp.sin(beta)])
-    angle = d.s(7, -jnp.pi, jnp.pi)
-    xy = c.rotate(xy, angle)
-    agents = AgentState(
-        x=xy[:, 0],
-        y=xy[:, 1],
-        heading=heading + angle,
-        speed=speed,
-        accel=c.idm_accel(speed, q.lead_gap, q.lead_speed, idm),
-        length=length,
-        width=width,
-        valid=valid,
-        route=route,
-        kind=jnp.zeros(valid.shape, jnp.int32),  # every agent a vehicle
-    )
+    agents, axis, angle = junction_agents(d, traffic, (u, right), beta, rel, route)
     road_map = c.road(
         c.rotate(lines, angle),
         jnp.full(ROUTES, w),
         route_valid,
-        c.rotate(diag / jnp.sqrt(jnp.sum(diag * diag)), angle),
+        axis,
         jnp.zeros(2),
         radius,
     )
