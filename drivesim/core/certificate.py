@@ -12,11 +12,13 @@ overlap i's box:
   a little (one odd-even pass every few steps), so the first key beyond the window bounds
   the rest only up to the group's total descent (:func:`_descent`): one (N,) pass instead
   of a running minimum per route, which cost more than the search it checks on the CPU.
-- other groups: routes of different groups are parallel straight lines at least
-  ``cross_sep`` apart (:func:`cross_group_separation`); their agents can be neither leaders
-  (when ``cross_sep`` minus the largest lateral offset exceeds half the lane width) nor
-  collision partners (when it exceeds twice the largest lateral reach of a box). Otherwise
-  the scenario is not certified.
+- other groups: routes of different groups are either straight lines that cross (their
+  interactions are searched in the junction zone, core.junction, which must hold all its
+  agents) or parallel straight lines at least ``cross_sep`` apart
+  (:func:`cross_group_separation`); agents of the latter can be neither leaders (when
+  ``cross_sep`` minus the largest lateral offset exceeds half the lane width) nor collision
+  partners (when it exceeds twice the largest lateral reach of a box). Otherwise the
+  scenario is not certified.
 
 Where the proof fails, the scenario is simulated again with all pairs (core.fallback), so
 every leader and collision is exact. Every function works on one scenario.
@@ -32,11 +34,12 @@ from drivesim.core.types import Array
 EPS = 0.01  # [m] slack for float32 rounding of key differences (conservative side)
 
 
-def cross_group_separation(sep: Array, groups: Array, occupied: Array) -> Array:
+def cross_group_separation(sep: Array, groups: Array, occupied: Array, crossing: Array) -> Array:
     """() float32: the smallest separation between two occupied routes of different groups
-    (+inf with one group). sep (L, L) from core.exact.route_separation (0: may meet);
-    groups (L,) route groups; occupied (L,) bool: some agent drives the route."""
-    pair = occupied[:, None] & occupied[None, :] & (groups[:, None] != groups[None, :])
+    that do not cross (+inf with one group). sep (L, L) from core.exact.route_separation
+    (0: may meet); groups (L,) route groups; occupied (L,) bool: some agent drives the
+    route; crossing (L, L) bool: straight routes that cross (core.junction covers them)."""
+    pair = occupied[:, None] & occupied[None, :] & (groups[:, None] != groups[None, :]) & ~crossing
     return jnp.min(jnp.where(pair, sep, jnp.inf))
 
 

@@ -9,10 +9,11 @@ from drivesim.core import exact, interactions
 from drivesim.core.types import Array, SimConfig
 
 
-def collisions(agents, config: SimConfig) -> tuple[Array, Array, Array]:
+def collisions(agents, config: SimConfig, zone=None) -> tuple[Array, Array, Array]:
     """From SortedAgents ``agents`` (N,): overlapping pairs () int32, agents in an
     overlap (N,) bool, and the id of the agent the ego overlaps (the smallest, -1 if
-    none) () int32; by the window or the all-pairs search."""
+    none) () int32; by the window (plus the junction zone's pairs beyond it, ``zone``: a
+    core.junction.ZoneSearch) or the all-pairs search."""
     ids = agents.agent_id
     none = jnp.iinfo(jnp.int32).max
     if config.neighbours == "all_pairs":
@@ -40,4 +41,9 @@ def collisions(agents, config: SimConfig) -> tuple[Array, Array, Array]:
         other = jnp.where(interactions.view(ego_p, window, k, n), ids, other)
         partner = jnp.minimum(partner, jnp.where(hit, other, none))
     partner = jnp.min(partner)
-    return jnp.sum(count), hit_any, jnp.where(partner == none, -1, partner)
+    pairs = jnp.sum(count)
+    if zone is not None:
+        pairs = pairs + zone.pairs
+        hit_any = hit_any | zone.hit
+        partner = jnp.minimum(partner, jnp.where(zone.partner < 0, none, zone.partner))
+    return pairs, hit_any, jnp.where(partner == none, -1, partner)

@@ -10,18 +10,30 @@ function works on one scenario.
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 
 from drivesim.core import interactions
-from drivesim.core.types import Array
+from drivesim.core.types import Array, pytree_dataclass
 
 EPS = 0.01  # [m] slack for float32 rounding of key differences (conservative side)
 
 
-def route_separation(centers: Array, ok: Array) -> Array:
-    """(L, L) float32: the distance between two routes when both are single straight
-    segments and parallel, else 0 (they may meet). centers (L, P, 2); ok (L, S) real
-    segments."""
+@pytree_dataclass
+class RouteLines:
+    """The line of each route that is one straight segment: straight (L,) bool, u (L, 2) unit
+    direction and p (L, 2) a point on it (of the first real segment otherwise), crossing
+    (L, L) bool: both routes straight and not parallel (their lines meet once)."""
+
+    straight: Array
+    u: Array
+    p: Array
+    crossing: Array
+
+
+def route_lines(centers: Array, ok: Array) -> RouteLines:
+    """RouteLines of routes ``centers`` (L, P, 2) with real segments ``ok`` (L, S)."""
     a, b = centers[:, :-1], centers[:, 1:]
     d = b - a
     seg_len = jnp.sqrt(jnp.sum(d * d, axis=-1))
@@ -31,24 +43,37 @@ def route_separation(centers: Array, ok: Array) -> Array:
     u = u / jnp.maximum(jnp.take_along_axis(seg_len, first[:, None], axis=1), 1e-9)
     p = jnp.take_along_axis(a, first[:, None, None], axis=1)[:, 0]
     cross = u[:, None, 0] * u[None, :, 1] - u[:, None, 1] * u[None, :, 0]
+    both = straight[:, None] & straight[None, :]
+    return RouteLines(straight=straight, u=u, p=p, crossing=both & (jnp.abs(cross) >= 1e-5))
+
+
+def route_separation(lines: RouteLines) -> Array:
+    """(L, L) float32: the distance between two routes when both are single straight
+    segments and parallel, else 0 (they may meet)."""
+    u, p = lines.u, lines.p
     rel = p[None, :] - p[:, None]
     sep = jnp.abs(-rel[..., 0] * u[:, None, 1] + rel[..., 1] * u[:, None, 0])
-    parallel = straight[:, None] & straight[None, :] & (jnp.abs(cross) < 1e-5)
+    parallel = lines.straight[:, None] & lines.straight[None, :] & ~lines.crossing
     return jnp.where(parallel, sep, 0.0).astype(jnp.float32)
 
 
 GROUP_SEPARATION = 2.5  # [m] parallel straight routes this far apart are ordered apart
 
 
-def route_groups(sep: Array, real: Array, separation: float = GROUP_SEPARATION) -> Array:
+def route_groups(
+    sep: Array, real: Array, separation: float = GROUP_SEPARATION, crossing: Array | None = None
+) -> Array:
     """(L,) float32 group of each route: connected components of "routes closer than
-    GROUP_SEPARATION or not parallel" among ``real`` (L,) bool routes (valid, with a real
-    segment) (label = smallest route index). Agents are sorted
-    by (group, position): on a straight multi-lane road each lane is its own group, so an
-    agent's leader is its next neighbour in the order. ``separation``: the grouping
-    distance (+inf: all real routes one group, the lane-change mode)."""
+    ``separation`` or not both straight" among ``real`` (L,) bool routes (valid, with a
+    real segment) (label = smallest route index). Agents are sorted by (group, position):
+    on a straight multi-lane road each lane is its own group, so an agent's leader is its
+    next neighbour in the order. ``crossing`` (L, L): straight routes that cross
+    (RouteLines.crossing) stay apart, their interactions found by core.junction.
+    ``separation`` +inf: all real routes one group (the lane-change mode)."""
     num = sep.shape[0]
     joined = (sep < separation) & real[:, None] & real[None, :]  # padding lanes stay alone
+    if crossing is not None and separation != math.inf:
+        joined = joined & ~crossing
     joined = joined | jnp.eye(num, dtype=bool)
     label = jnp.arange(num, dtype=jnp.float32)
     for _ in range(num):

@@ -112,18 +112,11 @@ def _at(values_p: Array, window: int, k: int, back, forward, n: int) -> Array:
     return ahead if back is None else jnp.where(forward, ahead, view(values_p, window, back, n))
 
 
-def leader_values(
-    offset: Array,
-    x: Array,
-    y: Array,
-    speed: Array,
-    length: Array,
-    tx: Array,
-    ty: Array,
-    window: int,
+def leader_pick(
+    offset: Array, x: Array, y: Array, speed: Array, length: Array, tx: Array, ty: Array, window: int
 ) -> tuple[Array, Array, Array]:
-    """Gap (bumper to bumper along the tangent, +inf without leader), leader speed and
-    whether there is a leader, from :func:`leader_offsets`; each (N,)."""
+    """From :func:`leader_offsets`: distance along the tangent to the leader's centre
+    (+inf without leader), the leader's speed and length (0 without); each (N,)."""
     n = x.shape[0]
     offsets = [k for k in range(-window, window + 1) if k != 0]
 
@@ -137,8 +130,24 @@ def leader_values(
     lx, ly, lv, ll = (pick(v) for v in (x, y, speed, length))
     has = offset != 0
     ds = (lx - x) * tx + (ly - y) * ty
-    gap = jnp.where(has, ds - 0.5 * (length + ll), jnp.inf)
-    return gap, jnp.where(has, lv, 0.0), has
+    return jnp.where(has, ds, jnp.inf), jnp.where(has, lv, 0.0), jnp.where(has, ll, 0.0)
+
+
+def leader_values(
+    offset: Array,
+    x: Array,
+    y: Array,
+    speed: Array,
+    length: Array,
+    tx: Array,
+    ty: Array,
+    window: int,
+) -> tuple[Array, Array, Array]:
+    """Gap (bumper to bumper along the tangent, +inf without leader), leader speed and
+    whether there is a leader, from :func:`leader_offsets`; each (N,)."""
+    ds, lv, ll = leader_pick(offset, x, y, speed, length, tx, ty, window)
+    has = offset != 0
+    return jnp.where(has, ds - 0.5 * (length + ll), jnp.inf), lv, has
 
 
 def find_leaders(

@@ -16,7 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import behavior, certificate, exact, interactions, mobil, signals
+from drivesim.core import behavior, certificate, exact, interactions, junction, mobil, neighbours, signals
 from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
@@ -28,7 +28,6 @@ from drivesim.core.policies import EgoInputs, get_policy
 from drivesim.core.road import (
     Projection,
     agent_segments,
-    lane_ok,
     point_at,
     project,
 )
@@ -54,7 +53,8 @@ class SimState:
     there anyway, and the search then has one consumer, so XLA evaluates it once instead of
     once per row it feeds); step t (); ego start arc length (); the largest box diagonal ()
     (window-overflow reach); the smallest separation between routes of different groups ()
-    (core.certificate); the running metrics."""
+    (core.certificate); the crossings of its straight routes (core.junction); the running
+    metrics."""
 
     agents: SortedAgents
     proj: Projection
@@ -64,6 +64,7 @@ class SimState:
     ego_s0: Array
     reach: Array
     cross_sep: Array
+    crossings: junction.Crossings
     metrics: MetricsState
 
 
@@ -83,12 +84,8 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     dyn = dyn_fields(x, y, heading, ag.speed, ag.accel, valid)
     seg = agent_segments(scenario.road, ag.route)
     idm = scenario.idm
-    sep = exact.route_separation(scenario.road.centers, lane_ok(scenario.road.centers))
-    real = scenario.road.lane_valid & (jnp.sum(lane_ok(scenario.road.centers), axis=-1) > 0)
     lanes = config.lane_changes
-    groups = exact.route_groups(sep, real, math.inf if lanes else exact.GROUP_SEPARATION)
-    occupied = real if lanes else jnp.any((onehot > 0.5) & ag.valid[:, None], axis=0)  # changers: any lane
-    cross_sep = certificate.cross_group_separation(sep, groups, occupied)
+    groups, cross_sep, crossings = neighbours.route_layout(scenario, config)
     rows = [
         ag.length,
         ag.width,
@@ -130,8 +127,9 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     proj = project(agents.x, agents.y, agents.seg)
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     reach = jnp.max(jnp.where(ag.valid, diag, 0.0))
-    leaders = _leader_state(agents, proj, scenario, config)
-    certified = _certified(agents, proj, leaders["lead_gap"], reach, cross_sep, scenario, config)
+    zone = neighbours.zone_search(agents, proj, crossings, reach, config)
+    leaders = _leader_state(agents, proj, scenario, config, zone)
+    certified = _certified(agents, proj, leaders["lead_gap"], (reach, cross_sep, zone), scenario, config)
     return SimState(
         agents=agents,
         proj=proj,
@@ -140,18 +138,22 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         ego_s0=at_ego(agents.is_ego, proj.s),
         reach=reach,
         cross_sep=cross_sep,
+        crossings=crossings,
         metrics=replace(init_metrics(), overflow=~certified),
     )
 
 
-def _certified(a, proj, lead_gap, reach, cross_sep, scenario: Scenario, config: SimConfig) -> Array:
-    """() bool: the window search was exact this step (always True on the all-pairs path)."""
+def _certified(a, proj, lead_gap, bounds, scenario: Scenario, config: SimConfig) -> Array:
+    """() bool: the window search, with the junction zone, was exact this step (always True
+    on the all-pairs path). bounds: (reach, cross_sep, the step's ZoneSearch)."""
     if config.neighbours == "all_pairs":
         return jnp.ones((), bool)
+    reach, cross_sep, zone = bounds
     front = mobil.front_clear(a, scenario.road) if config.lane_changes else None
-    return certificate.window_certified(
+    proof = certificate.window_certified(
         a, proj, lead_gap, reach, cross_sep, scenario.road.sort_axis, config.window, front
     )
+    return proof & zone.fits
 
 
 def _ego_controls(state, config, policy, ego_pre: EgoBefore):
@@ -188,19 +190,13 @@ def observation_of(state: SimState, config: SimConfig) -> Array:
     )
 
 
-def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig) -> dict:
-    """Gap to and speed of each agent's vehicle leader in the current state (N,) each."""
+def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig, zone) -> dict:
+    """Gap to and speed of each agent's vehicle leader in the current state (N,) each;
+    zone: the step's junction ZoneSearch (None on the all-pairs path)."""
     if config.neighbours == "all_pairs":
         gap, speed = exact.all_pairs_leaders(a, proj)
         return {"lead_gap": gap, "lead_speed": speed}
-    axis = scenario.road.sort_axis
-    forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0
-    offset = interactions.leader_offsets(
-        a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.window, forward=forward
-    )
-    gap, speed, _has = interactions.leader_values(
-        offset, a.x, a.y, a.speed, a.length, proj.tx, proj.ty, config.window
-    )
+    _lead, gap, speed = neighbours.leader_search(a, proj, scenario.road.sort_axis, config, zone)
     # one materialised result: the state and the window certificate both read it, and XLA
     # would otherwise evaluate the search once per consumer
     gap, speed = jax.lax.optimization_barrier((gap, speed))
@@ -288,14 +284,21 @@ def _lane_changes(agents: SortedAgents, scenario: Scenario, config: SimConfig, t
 
 
 def advance(
-    state: SimState, scenario: Scenario, config: SimConfig, policy, ego_action=None, step_index=None
+    state: SimState,
+    scenario: Scenario,
+    config: SimConfig,
+    policy,
+    ego_action=None,
+    step_index=None,
+    zone_on=None,
 ) -> tuple[SimState, StepInfo]:
     """One simulation step of one scenario.
 
     policy: the ego policy parameters for ``config.policy``; ego_action: optional
     (accel, steer) pair of () arrays that overrides the policy (used by the RL env);
     step_index: optional unbatched () step counter shared by a whole batch (rollouts pass
-    it so the re-sort can be a real branch under vmap).
+    it so the re-sort can be a real branch under vmap); zone_on: optional unbatched () bool,
+    False when no scenario of the batch has crossing routes (skips the junction zone).
     Finished or padding scenarios (t >= episode_length or valid=False) do not change.
     """
     a = state.agents
@@ -364,12 +367,12 @@ def advance(
         if scenario.log is not None:
             agents = end_of_route(agents, proj)
     with jax.named_scope("leaders"):
-        leaders = _leader_state(agents, proj, scenario, config)
-        certified = _certified(
-            agents, proj, leaders["lead_gap"], state.reach, state.cross_sep, scenario, config
-        )
+        zone = neighbours.zone_search(agents, proj, state.crossings, state.reach, config, zone_on)
+        leaders = _leader_state(agents, proj, scenario, config, zone)
+        bounds = (state.reach, state.cross_sep, zone)
+        certified = _certified(agents, proj, leaders["lead_gap"], bounds, scenario, config)
     with jax.named_scope("metrics"):
-        info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre)
+        info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre, zone)
         info = replace(info, overflow=~certified)
         metrics = update_metrics(state.metrics, info, t)
         agents = replace(agents, outcome=agents.outcome | jnp.where(active, outcome, 0))
@@ -381,16 +384,18 @@ def advance(
         ego_s0=state.ego_s0,
         reach=state.reach,
         cross_sep=state.cross_sep,
+        crossings=state.crossings,
         metrics=metrics,
     )
     return new_state, info
 
 
-def rollout(scenario: Scenario, policy, config: SimConfig) -> RolloutMetrics:
-    """Simulate one scenario for config.num_steps steps; per-scenario metrics only."""
+def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None) -> RolloutMetrics:
+    """Simulate one scenario for config.num_steps steps; per-scenario metrics only.
+    zone_on: see :func:`advance`."""
 
     def body(state, step_index):
-        state, _info = advance(state, scenario, config, policy, step_index=step_index)
+        state, _info = advance(state, scenario, config, policy, step_index=step_index, zone_on=zone_on)
         return state, None
 
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
@@ -405,11 +410,13 @@ def _finalize(state: SimState, scenario: Scenario) -> RolloutMetrics:
     return finalize_metrics(state.metrics, scenario.log is not None, by_kind)
 
 
-def rollout_trajectory(scenario: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
+def rollout_trajectory(
+    scenario: Scenario, policy, config: SimConfig, zone_on=None
+) -> tuple[RolloutMetrics, Trajectory]:
     """Like :func:`rollout`, also returning the trajectory (S, N) in original agent order."""
 
     def body(state, step_index):
-        state, _info = advance(state, scenario, config, policy, step_index=step_index)
+        state, _info = advance(state, scenario, config, policy, step_index=step_index, zone_on=zone_on)
         a = state.agents
         return state, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
 
@@ -438,7 +445,8 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
         out = rollout_batch(twice, policy, config, devices)
         return jax.tree_util.tree_map(lambda leaf: leaf[:1], out)
     blocks = cache_blocks(batch, scenarios.num_agents, devices, config.block_agents)
-    run = lambda cfg, sc: map_blocks(jax.vmap(lambda one: rollout(one, policy, cfg)), sc, blocks)  # noqa: E731
+    zone_on = neighbours.has_crossings(scenarios, config)
+    run = lambda cfg, sc: map_blocks(jax.vmap(lambda one: rollout(one, policy, cfg, zone_on)), sc, blocks)  # noqa: E731
     fast = run(config, scenarios)
     if config.neighbours != "window":
         return fast
@@ -452,7 +460,9 @@ simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))
 def trajectory_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
     """vmap of :func:`rollout_trajectory`; with ``neighbours == "window"`` the scenarios not
     proven exact are simulated again with the all-pairs search (the whole batch, when any)."""
-    run = lambda cfg: jax.vmap(rollout_trajectory, in_axes=(0, None, None))(scenarios, policy, cfg)  # noqa: E731
+    zone_on = neighbours.has_crossings(scenarios, config)
+    traj = jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))
+    run = lambda cfg: traj(scenarios, policy, cfg, zone_on)  # noqa: E731
     fast = run(config)
     if config.neighbours != "window":
         return fast

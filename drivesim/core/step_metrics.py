@@ -45,12 +45,15 @@ class EgoBefore(NamedTuple):
         return cls(*ego_values(is_ego, [rows[name] for name in cls._fields]))
 
 
-def step_info(state, agents, proj, scenario, config, active, ego_pre: EgoBefore) -> tuple[StepInfo, Array]:
+def step_info(
+    state, agents, proj, scenario, config, active, ego_pre: EgoBefore, zone=None
+) -> tuple[StepInfo, Array]:
     """Observations of the new state (after a step) for the metrics, and each agent's
-    outcome bits this step (N,) int32 (1: in a collision, 2: a box corner off-road)."""
+    outcome bits this step (N,) int32 (1: in a collision, 2: a box corner off-road).
+    zone: the step's junction ZoneSearch (core.junction), or None."""
     ego_speed, ego_accel_old = ego_pre.speed, ego_pre.accel
     veh_gap, veh_lead = ego_pre.vehicle_gap, ego_pre.vehicle_lead_speed
-    pairs, hit_any, partner = collisions(agents, config)
+    pairs, hit_any, partner = collisions(agents, config, zone)
     edge = box_edge_distance(
         agents.x, agents.y, agents.cos_h, agents.sin_h, agents.length, agents.width, scenario.road
     )

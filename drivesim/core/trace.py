@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import exact, interactions
+from drivesim.core import neighbours
 from drivesim.core.collisions import collisions
 from drivesim.core.rollout import advance, reset
 from drivesim.core.types import Scenario, SimConfig, pytree_dataclass
@@ -48,23 +48,10 @@ class NeighbourTrace:
     certified: jax.Array
 
 
-def _leader_slot(a, proj, scenario: Scenario, config: SimConfig):
+def _leader_slot(a, proj, scenario: Scenario, config: SimConfig, zone):
     """Original slot of each agent's leader (-1: none), as the configured search finds it."""
-    ids = a.agent_id
-    if config.neighbours == "all_pairs":
-        j, has = exact.all_pairs_leader_index(a, proj)
-        return jnp.where(has, ids[j], -1)
-    axis = scenario.road.sort_axis
-    forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0
-    offset = interactions.leader_offsets(
-        a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.window, forward=forward
-    )
-    n, w = ids.shape[0], config.window
-    ids_p = interactions.padded(ids, w, -1)
-    out = jnp.full(n, -1, jnp.int32)
-    for k in [k for k in range(-w, w + 1) if k != 0]:
-        out = jnp.where(offset == k, interactions.view(ids_p, w, k, n), out)
-    return out
+    lead, _gap, _speed = neighbours.leader_search(a, proj, scenario.road.sort_axis, config, zone)
+    return jnp.where(lead >= 0, a.agent_id[jnp.maximum(lead, 0)], -1)
 
 
 def neighbour_trace(scenario: Scenario, policy, config: SimConfig) -> NeighbourTrace:
@@ -73,7 +60,8 @@ def neighbour_trace(scenario: Scenario, policy, config: SimConfig) -> NeighbourT
     def body(state, step_index):
         state, info = advance(state, scenario, config, policy, step_index=step_index)
         a, proj = state.agents, state.proj
-        _pairs, hit, _ = collisions(a, config)
+        zone = neighbours.zone_search(a, proj, state.crossings, state.reach, config)
+        _pairs, hit, _ = collisions(a, config, zone)
         back = jnp.argsort(a.agent_id)
         row = dict(
             x=a.x,
@@ -86,7 +74,7 @@ def neighbour_trace(scenario: Scenario, policy, config: SimConfig) -> NeighbourT
             ty=proj.ty,
             d=proj.d,
             valid=a.valid,
-            leader=_leader_slot(a, proj, scenario, config),
+            leader=_leader_slot(a, proj, scenario, config, zone),
             hit=hit,
             accel=a.accel,
         )

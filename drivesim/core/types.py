@@ -326,6 +326,9 @@ class SimConfig:
         pair, O(N^2) per step) | "window_only" (no fallback: for measuring the window).
     lane_changes: MOBIL lane changes of IDM agents on straight parallel lanes
         (LaneChangeConfig), or None (agents keep their lanes).
+    junction_capacity: most agents the junction zone (drivesim.core.junction: where
+        straight routes cross) searches exactly per step; a scenario with more there at
+        some step is simulated again with all pairs.
     """
 
     dt: float = 0.1
@@ -345,6 +348,7 @@ class SimConfig:
     block_agents: int | str | None = "auto"
     neighbours: str = "window"
     lane_changes: LaneChangeConfig | None = None
+    junction_capacity: int = 12
 
     def __post_init__(self):
         if self.neighbours not in ("window", "all_pairs", "window_only"):
@@ -357,8 +361,8 @@ class SimConfig:
             get_policy(self.policy)
         except ValueError as err:
             raise ValueError(f"SimConfig.policy: {err}") from None
-        if self.num_steps < 1 or self.window < 1 or self.resort_every < 1:
-            raise ValueError("SimConfig: num_steps, window and resort_every must be >= 1")
+        if self.num_steps < 1 or self.window < 1 or self.resort_every < 1 or self.junction_capacity < 1:
+            raise ValueError("SimConfig: num_steps, window, resort_every and junction_capacity must be >= 1")
         block = self.block_agents
         if not (block in ("auto", None) or (isinstance(block, int) and block >= 1)):
             raise ValueError(f"SimConfig.block_agents: expected an int >= 1, 'auto' or None, got {block!r}")

@@ -128,9 +128,9 @@ def box_edge_distance(x, y, h, length, width, road, margins=None):
 
 
 def route_groups(road, min_separation=2.5):
-    """Group of each route: routes are joined unless both are single straight segments,
-    parallel and at least ``min_separation`` apart (connected components, label = the
-    smallest route index); invalid routes stay alone."""
+    """Group of each route: routes are joined unless both are single straight segments
+    and either cross (not parallel) or are parallel and at least ``min_separation`` apart
+    (connected components, label = the smallest route index); invalid routes stay alone."""
     centers, valid = road["centers"], road["lane_valid"]
     count = len(valid)
     lines = []
@@ -150,7 +150,9 @@ def route_groups(road, min_separation=2.5):
                     continue
                 rel = pq - pr
                 parallel = sr and sq and abs(ur[0] * uq[1] - ur[1] * uq[0]) < 1e-5
-                if not (parallel and abs(-rel[0] * ur[1] + rel[1] * ur[0]) >= min_separation):
+                crossing = sr and sq and not parallel
+                apart = parallel and abs(-rel[0] * ur[1] + rel[1] * ur[0]) >= min_separation
+                if not (crossing or apart):
                     label[r] = min(label[r], label[q])
     return label
 

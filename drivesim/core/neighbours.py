@@ -1,0 +1,94 @@
+"""Each agent's leader and the junction zone, as one step's search finds them.
+
+The sorted-window search (core.interactions) and, where straight routes cross, the
+junction zone (core.junction) together give each agent's leader; core.collisions adds the
+zone's overlaps to the window's. The all-pairs path (core.exact) replaces both. Every
+function works on one scenario.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from drivesim.core import certificate, exact, interactions, junction
+from drivesim.core.road import lane_ok
+from drivesim.core.types import Array, Scenario, SimConfig
+
+
+def route_layout(scenario: Scenario, config: SimConfig) -> tuple[Array, Array, junction.Crossings]:
+    """The route groups (L,) of one scenario, the smallest separation () between occupied
+    parallel routes of different groups (core.certificate) and the crossings of its
+    occupied straight routes (core.junction). With lane changes every real route is one
+    group and every real route counts as occupied."""
+    road, ag = scenario.road, scenario.agents
+    ok = lane_ok(road.centers)
+    lines = exact.route_lines(road.centers, ok)
+    sep = exact.route_separation(lines)
+    real = road.lane_valid & (jnp.sum(ok, axis=-1) > 0)
+    lanes = config.lane_changes
+    groups = exact.route_groups(sep, real, math.inf if lanes else exact.GROUP_SEPARATION, lines.crossing)
+    onehot = ag.route[:, None] == jnp.arange(road.widths.shape[0])[None, :]
+    occupied = real if lanes else jnp.any(onehot & ag.valid[:, None], axis=0)  # changers: any lane
+    cross_sep = certificate.cross_group_separation(sep, groups, occupied, lines.crossing)
+    return groups, cross_sep, junction.crossings(lines, groups, occupied)
+
+
+def has_crossings(scenarios: Scenario, config: SimConfig) -> Array:
+    """() bool, unbatched: some scenario of the batch (leading axis) has straight routes of
+    different groups that cross, so the junction zone must be searched."""
+    if config.neighbours == "all_pairs" or config.lane_changes:
+        return jnp.zeros((), bool)
+    found = jax.vmap(lambda one: route_layout(one, config)[2].r0 > -jnp.inf)(scenarios)
+    return jnp.any(found)
+
+
+def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfig, zone_on=None):
+    """The junction zone's ZoneSearch of SortedAgents ``a`` (None on the all-pairs path).
+
+    zone_on: an unbatched () bool (any scenario of the batch has crossing routes) that
+    skips the search under a real conditional when False; None: always search."""
+    if config.neighbours == "all_pairs":
+        return None
+    n = a.x.shape[0]
+    capacity = min(config.junction_capacity, n)
+
+    def run(_):
+        drift = jnp.max(jnp.where(a.valid, jnp.abs(proj.d), 0.0))
+        widest = jnp.max(jnp.where(a.valid, a.lane_width, 0.0))
+        radius = junction.zone_radius(geo, drift, widest, reach)
+        return junction.search(a, proj, geo, radius, config.window, capacity)
+
+    if zone_on is None:
+        return run(None)
+    return jax.lax.cond(zone_on, run, lambda _: junction.empty(n), None)
+
+
+def leader_search(a, proj, axis: Array, config: SimConfig, zone=None) -> tuple[Array, Array, Array]:
+    """Sorted slot of each agent's leader (-1: none), the gap to it (bumper to bumper
+    along the tangent, +inf: none) and its speed; each (N,). axis: (2,) sort axis; zone: the
+    step's ZoneSearch (None: the window alone)."""
+    n = a.x.shape[0]
+    slot = jnp.arange(n, dtype=jnp.int32)
+    if config.neighbours == "all_pairs":
+        j, has = exact.all_pairs_leader_index(a, proj)
+        gap, speed = exact.all_pairs_leaders(a, proj)
+        return jnp.where(has, j, -1), gap, speed
+    forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0
+    offset = interactions.leader_offsets(
+        a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.window, forward=forward
+    )
+    ds, speed, length = interactions.leader_pick(
+        offset, a.x, a.y, a.speed, a.length, proj.tx, proj.ty, config.window
+    )
+    lead = jnp.where(offset != 0, slot + offset, -1)
+    if zone is not None:  # the nearer of the window's and the zone's candidates
+        nearer = zone.ds < ds
+        ds = jnp.where(nearer, zone.ds, ds)
+        speed = jnp.where(nearer, zone.lead_speed, speed)
+        length = jnp.where(nearer, zone.lead_length, length)
+        lead = jnp.where(nearer, zone.lead, lead)
+    gap = jnp.where(lead >= 0, ds - 0.5 * (a.length + length), jnp.inf)
+    return lead, gap, speed
