@@ -206,6 +206,7 @@ def render_replay(rep: Replay, dt: float = 0.1) -> str:
         "policy": rep.policy,
         "collided": bool(rep.metrics["ego_collided"]),
         "collision step": step if step >= 0 else None,
+        "hit road user": _kind_name(rep.metrics.get("collided_with_kind", -1)),
         "min TTC [s]": _num(rep.metrics["min_ttc_s"]),
         "progress [m]": _num(rep.metrics["progress_m"]),
         "off-road": bool(rep.metrics["offroad"]),
@@ -227,6 +228,13 @@ def render_replay(rep: Replay, dt: float = 0.1) -> str:
         hit=None if hit is None else int(hit),
         info=info,
     )
+
+
+def _kind_name(kind) -> str | None:
+    """Name of a road-user type (AgentState.kind); None for -1 (no collision)."""
+    from drivesim.core.types import KIND_NAMES
+
+    return KIND_NAMES[int(kind)] if 0 <= int(kind) < len(KIND_NAMES) else None
 
 
 def _num(value) -> float | None:

@@ -1,13 +1,18 @@
 """The scenario viewer: one scenario's rollout as a self-contained HTML animation.
 
 ``render(scenario, trajectory)`` gives the page: lanes and the drivable area (lane corridors),
-every agent as an oriented box, the ego highlighted, the collision step and the agent hit
-marked, play/pause and a step slider, and the ego's speed, acceleration and time-to-collision
-under the map. No network, no plotly: a few kB of SVG and JavaScript around the data.
+every agent in the shape and colour of its road-user type (``AgentState.kind``: a vehicle as
+an oriented box, a pedestrian as a disc, a cyclist as a narrow pointed capsule), with a
+legend of the types present and each agent's type in its tooltip, the ego highlighted, the
+collision step and the agent hit marked, play/pause and a step slider, and the ego's speed,
+acceleration and time-to-collision under the map. No network, no plotly: a few kB of SVG and
+JavaScript around the data.
 
 The page reports itself for headless checks: ``<body data-ready="ok" data-frames=F
-data-step=K>``, agent boxes ``<polygon id="agent-I" points=...>``, JavaScript errors in
-``<pre id="js-errors">``; ``page.html#step=K`` opens it at frame K (the slider's own path).
+data-step=K>``, agents ``<polygon id="agent-I" data-kind=NAME points=...>`` (a pedestrian:
+``<circle id="agent-I" data-kind="pedestrian" cx=.. cy=.. r=..>``), the legend's types in
+``<p id="kinds">``, JavaScript errors in ``<pre id="js-errors">``; ``page.html#step=K`` opens
+it at frame K (the slider's own path).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from drivesim.core.types import KIND_NAMES
 from drivesim.report.blocks import esc
 from drivesim.report.strict_json import dumps
 
@@ -29,8 +35,9 @@ class ViewerData:
     """Host arrays of one rollout, frame 0 = the initial state, frame k = after step k.
 
     x, y, heading, speed: (F, N) float; valid: (F, N) bool; length, width: (N,) [m];
-    ego: ego slot; collision_frame: first frame with the ego overlapping an agent, or -1;
-    hit: that agent's slot or -1.
+    kind: (N,) int road-user type (``AgentState.kind``, scenario order); ego: ego slot;
+    collision_frame: first frame with the ego overlapping an agent, or -1; hit: that agent's
+    slot or -1.
     """
 
     x: np.ndarray
@@ -40,6 +47,7 @@ class ViewerData:
     valid: np.ndarray
     length: np.ndarray
     width: np.ndarray
+    kind: np.ndarray
     ego: int
     collision_frame: int
     hit: int
@@ -60,6 +68,7 @@ def viewer_data(
     x, y, heading, speed = (np.concatenate([f, r]) for f, r in zip(first, rest, strict=True))
     valid = np.concatenate([np.asarray(a.valid, bool)[None], np.asarray(trajectory.valid, bool)])
     length, width = np.asarray(a.length, float), np.asarray(a.width, float)
+    kind = agent_kinds(a.kind, valid)
     ego = int(np.asarray(scenario.ego_index))
     overlaps = _ego_overlaps(x, y, heading, valid, length, width, ego)  # (F, N)
     if collision_step is None:
@@ -70,7 +79,19 @@ def viewer_data(
     if hit is None or hit < 0:
         near: np.ndarray | list[int] = np.flatnonzero(overlaps[frame]) if 0 <= frame < len(x) else []
         hit = int(near[0]) if len(near) else -1
-    return ViewerData(x, y, heading, speed, valid, length, width, ego, frame, int(hit))
+    return ViewerData(x, y, heading, speed, valid, length, width, kind, ego, frame, int(hit))
+
+
+def agent_kinds(kind, valid: np.ndarray) -> np.ndarray:
+    """(N,) int road-user types of a scenario's agents; ValueError naming the agent when a
+    type of an agent valid at some frame of ``valid`` (F, N) is not one of KIND_NAMES."""
+    kind = np.asarray(kind).astype(int).reshape(-1)
+    bad = np.flatnonzero(valid.any(axis=0) & ((kind < 0) | (kind >= len(KIND_NAMES))))
+    if bad.size:
+        i = int(bad[0])
+        known = ", ".join(f"{k} {n}" for k, n in enumerate(KIND_NAMES))
+        raise ValueError(f"agents.kind: agent {i} has road-user type {int(kind[i])}, not one of {known}")
+    return kind
 
 
 def _corners(x, y, heading, length, width) -> np.ndarray:
@@ -116,7 +137,9 @@ def ego_ttc(data: ViewerData) -> np.ndarray:
 
 
 def _lanes(scenario, bounds) -> list[dict]:
-    """Valid lane centre lines (points rounded to cm) clipped to the viewed area."""
+    """Valid lane centre lines (points rounded to cm) clipped to the viewed area: the points
+    from the first to the last segment whose bounding box meets it (a long straight lane of
+    two points far outside the view still crosses it)."""
     road = scenario.road
     centers, widths = np.asarray(road.centers, float), np.asarray(road.widths, float)
     valid = np.asarray(road.lane_valid, bool)
@@ -129,11 +152,13 @@ def _lanes(scenario, bounds) -> list[dict]:
             keep[1:] = np.any(np.diff(pts, axis=0) != 0, axis=1)
         pts = pts[keep]
         m = 50.0
-        inside = (pts[:, 0] > x0 - m) & (pts[:, 0] < x1 + m) & (pts[:, 1] > y0 - m) & (pts[:, 1] < y1 + m)
-        if not inside.any():
+        ends = (pts[:-1], pts[1:]) if len(pts) > 1 else (pts, pts)
+        lo, hi = np.minimum(*ends), np.maximum(*ends)  # (segments, 2) bounding boxes
+        meets = (hi[:, 0] > x0 - m) & (lo[:, 0] < x1 + m) & (hi[:, 1] > y0 - m) & (lo[:, 1] < y1 + m)
+        if not meets.any():
             continue
-        idx = np.flatnonzero(inside)
-        pts = pts[max(idx[0] - 1, 0) : idx[-1] + 2]
+        idx = np.flatnonzero(meets)
+        pts = pts[idx[0] : idx[-1] + 2]
         out.append({"c": np.round(pts, 2).tolist(), "w": round(float(widths[lane]), 2)})
     return out
 
@@ -150,6 +175,12 @@ def _bounds(data: ViewerData) -> tuple[float, float, float, float]:
 def _finite(values: np.ndarray, digits: int = 3) -> list:
     """Rounded floats with None for NaN/Inf (strict JSON)."""
     return [round(float(v), digits) if math.isfinite(v) else None for v in np.asarray(values, float)]
+
+
+def kinds_present(data: ViewerData) -> list[str]:
+    """Names of the road-user types of the agents valid at some frame, in KIND_NAMES order."""
+    present = set(data.kind[data.valid.any(axis=0)].tolist())
+    return [name for k, name in enumerate(KIND_NAMES) if k in present]
 
 
 def page_data(
@@ -172,6 +203,9 @@ def page_data(
         "collision_frame": data.collision_frame,
         "length": _finite(data.length, 2),
         "width": _finite(data.width, 2),
+        "kind": data.kind.tolist(),
+        "kind_names": list(KIND_NAMES),
+        "kinds_present": kinds_present(data),
         "frames": frames,
         "traces": {
             "speed [m/s]": _finite(data.speed[:, e]),

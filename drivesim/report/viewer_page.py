@@ -12,8 +12,14 @@ h1{font-size:18px;margin:0 0 6px}
 .lane{fill:none;stroke:#d4d4d4;stroke-linejoin:round}
 .centre{fill:none;stroke:#fff;stroke-width:0.15;stroke-dasharray:2 2}
 .agent{fill:#6b8fc7;stroke:#234;stroke-width:0.12}
+.agent[data-kind=pedestrian]{fill:#59a14f;stroke:#1d4716;stroke-width:0.08}
+.agent[data-kind=cyclist]{fill:#b07aa1;stroke:#3f1d38;stroke-width:0.1}
 .agent.ego{fill:#f28e2b;stroke:#7a3b00;stroke-width:0.25}
 .agent.hit{fill:#c44e52;stroke:#500;stroke-width:0.25}
+.agent.ego[data-kind=pedestrian],.agent.hit[data-kind=pedestrian],.agent.ego[data-kind=cyclist],
+.agent.hit[data-kind=cyclist]{stroke-width:0.1}
+.halo{fill:none;stroke-width:0.25;stroke-opacity:.55}
+.halo[data-kind=pedestrian]{stroke:#59a14f} .halo[data-kind=cyclist]{stroke:#b07aa1}
 .nose{stroke:#111;stroke-width:0.2}
 #trail{fill:none;stroke:#f28e2b;stroke-width:0.3;stroke-opacity:.6}
 #crash{fill:none;stroke:#c00;stroke-width:0.5}
@@ -25,6 +31,8 @@ h1{font-size:18px;margin:0 0 6px}
 .trace .cursor{stroke:#222;stroke-width:1}
 .trace .crash{stroke:#c00;stroke-width:1;stroke-dasharray:4 3}
 .legend{font-size:12px;color:#555}
+#kinds span{margin-right:14px;white-space:nowrap}
+#kinds svg{width:30px;height:14px;vertical-align:middle;margin-right:4px}
 #js-errors{color:#c00;white-space:pre-wrap}
 </style></head>
 <body data-ready="pending" data-step="0">
@@ -32,9 +40,11 @@ h1{font-size:18px;margin:0 0 6px}
 <svg id="map" xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="xMidYMid meet"></svg>
 <div class="controls"><button id="play" type="button">play</button>
 <input id="slider" type="range" min="0" value="0" step="1"><span id="label"></span></div>
-<p class="legend">orange: ego · red: the agent the ego hit · blue: other agents · red circle: the
-collision (from its step on) · dashed red line in the traces: collision step. Keys: space
-play/pause, ←/→ step.</p>
+<p class="legend" id="kinds"></p>
+<p class="legend">orange: ego (in the shape of its road-user type) · red: the agent the ego
+hit · red circle: the collision (from its step on) · dashed red line in the traces: collision
+step · a faint ring marks each pedestrian and cyclist · hover an agent for its type. Keys:
+space play/pause, ←/→ step.</p>
 <div id="traces"></div>
 <pre id="js-errors"></pre>
 <script type="application/json" id="data">%%DATA%%</script>
@@ -63,16 +73,36 @@ D.lanes.forEach(function(l){var p=l.c.map(function(q){return sx(q[0])+','+sy(q[1
   el('polyline',{'class':'lane',points:p,'stroke-width':l.w},map);});
 D.lanes.forEach(function(l){var p=l.c.map(function(q){return sx(q[0])+','+sy(q[1]);}).join(' ');
   el('polyline',{'class':'centre',points:p},map);});
-var trail=el('polyline',{id:'trail'},map), boxes=[], noses=[];
-for(var i=0;i<N;i++){var cls='agent'+(i===D.ego?' ego':'')+(i===D.hit?' hit':'');
-  boxes.push(el('polygon',{id:'agent-'+i,'class':cls},map));
-  noses.push(el('line',{'class':'nose'},map));}
+var trail=el('polyline',{id:'trail'},map), boxes=[], noses=[], halos=[];
+var KN=D.kind_names, COLOURS={vehicle:'blue',pedestrian:'green',cyclist:'purple'};
+function outline(kind,l,w){if(kind==='cyclist'){var t=Math.min(w,l);
+    return [[l,0],[l-t,w],[t-l,w],[-l,0],[t-l,-w],[l-t,-w]];}
+  return [[l,w],[l,-w],[-l,-w],[-l,w]];}
+function size(i){return Math.max(D.length[i],D.width[i]);}
+for(var i=0;i<N;i++){var ring=null;
+  if(D.kind[i]>0){ring={'class':'halo','data-kind':KN[D.kind[i]],r:Math.max(2,size(i)/2+0.8)};}
+  halos.push(ring?el('circle',ring,map):null);}
+for(var i=0;i<N;i++){var kind=KN[D.kind[i]], cls='agent'+(i===D.ego?' ego':'')+(i===D.hit?' hit':'');
+  var shape=el(kind==='pedestrian'?'circle':'polygon',{id:'agent-'+i,'class':cls,'data-kind':kind},map);
+  if(kind==='pedestrian'){shape.setAttribute('r',(size(i)/2).toFixed(2));}
+  el('title',{},shape).textContent='agent '+i+' · '+kind+(i===D.ego?' · ego':'')
+    +(i===D.hit?' · hit by the ego':'');
+  boxes.push(shape); noses.push(el('line',{'class':'nose'},map));}
 map.appendChild(boxes[D.ego]); map.appendChild(noses[D.ego]);
+var legend=document.getElementById('kinds');
+legend.appendChild(document.createTextNode('road users: '));
+D.kinds_present.forEach(function(kind){var s=document.createElement('span');
+  var icon=el('svg',{viewBox:'-2.6 -1.3 5.2 2.6'},s);
+  var sz={vehicle:[2.2,0.9],pedestrian:[0.9,0.9],cyclist:[2.2,0.5]}[kind];
+  if(kind==='pedestrian'){el('circle',{'class':'agent','data-kind':kind,r:sz[0]},icon);}
+  else{var pts=outline(kind,sz[0],sz[1]).map(function(q){return q[0]+','+q[1];}).join(' ');
+    el('polygon',{'class':'agent','data-kind':kind,points:pts},icon);}
+  s.appendChild(document.createTextNode(kind+' ('+COLOURS[kind]+')'));legend.appendChild(s);});
 var crash=el('circle',{id:'crash',r:Math.max(2,D.length[D.ego]),display:'none'},map);
 function corners(k,i){var x=D.frames.x[k][i],y=D.frames.y[k][i],h=D.frames.h[k][i];
-  var c=Math.cos(h),s=Math.sin(h),l=D.length[i]/2,w=D.width[i]/2,out=[];
-  [[1,1],[1,-1],[-1,-1],[-1,1]].forEach(function(u){
-    out.push([x+u[0]*l*c-u[1]*w*s,y+u[0]*l*s+u[1]*w*c]);});return out;}
+  var c=Math.cos(h),s=Math.sin(h),out=[];
+  outline(KN[D.kind[i]],D.length[i]/2,D.width[i]/2).forEach(function(u){
+    out.push([x+u[0]*c-u[1]*s,y+u[0]*s+u[1]*c]);});return out;}
 var traces=[], cf=D.collision_frame;
 Object.keys(D.traces).forEach(function(name){
   var v=D.traces[name], fin=v.filter(function(q){return q!==null&&q<1e8;});
@@ -93,9 +123,14 @@ slider.max=F-1;
 function draw(k){
   for(var i=0;i<N;i++){var on=D.frames.v[k][i]===1&&D.frames.x[k][i]!==null;
     boxes[i].setAttribute('display',on?'inline':'none');noses[i].setAttribute('display',on?'inline':'none');
-    if(!on){continue;} var p=corners(k,i);
-    boxes[i].setAttribute('points',p.map(function(q){return sx(q[0])+','+sy(q[1]);}).join(' '));
-    var fx=(p[0][0]+p[1][0])/2,fy=(p[0][1]+p[1][1])/2;
+    if(halos[i]){halos[i].setAttribute('display',on?'inline':'none');}
+    if(!on){continue;}
+    var X=D.frames.x[k][i],Y=D.frames.y[k][i],h=D.frames.h[k][i];
+    if(halos[i]){halos[i].setAttribute('cx',sx(X));halos[i].setAttribute('cy',sy(Y));}
+    var fx=X+D.length[i]/2*Math.cos(h),fy=Y+D.length[i]/2*Math.sin(h);
+    if(boxes[i].tagName==='circle'){boxes[i].setAttribute('cx',sx(X));boxes[i].setAttribute('cy',sy(Y));}
+    else{var p=corners(k,i).map(function(q){return sx(q[0])+','+sy(q[1]);});
+      boxes[i].setAttribute('points',p.join(' '));}
     noses[i].setAttribute('x1',sx(D.frames.x[k][i]));noses[i].setAttribute('y1',sy(D.frames.y[k][i]));
     noses[i].setAttribute('x2',sx(fx));noses[i].setAttribute('y2',sy(fy));}
   var e=D.ego, tp=[];
