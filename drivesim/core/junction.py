@@ -31,7 +31,6 @@ from drivesim.core import interactions
 from drivesim.core.types import Array, pytree_dataclass
 
 EPS = 0.01  # [m] slack for float32 rounding (conservative side)
-NONE = jnp.iinfo(jnp.int32).max
 
 
 @pytree_dataclass
@@ -92,74 +91,87 @@ class ZoneSearch(NamedTuple):
 
 
 def _members(a, geo: Crossings, radius: Array, capacity: int) -> tuple[Array, Array]:
-    """(capacity, N) bool selection of the zone's agents in sorted order (row k: the k-th
-    member) and () bool: all members fit."""
+    """Sorted slot of each zone member in slot order, (capacity,) int32 (-1: empty row), and
+    () bool: all members fit."""
+    n = a.x.shape[0]
     dx, dy = a.x - geo.centre_x, a.y - geo.centre_y
     inside = a.valid & (jnp.sqrt(dx * dx + dy * dy) <= radius)
-    rank = jnp.cumsum(inside.astype(jnp.int32)) - 1
-    select = inside[None, :] & (rank[None, :] == jnp.arange(capacity)[:, None])
-    return select, jnp.sum(inside.astype(jnp.int32)) <= capacity
+    count = jnp.cumsum(inside.astype(jnp.int32))  # members up to and including each slot
+    # member k sits at the first slot where the running count exceeds k
+    first = jnp.sum((count[None, :] <= jnp.arange(capacity)[:, None]).astype(jnp.int32), axis=1)
+    return jnp.where(first < n, first, -1), count[-1] <= capacity
 
 
-def _pick(select: Array, values: Array, fill=0.0) -> Array:
-    """(capacity,) the members' entries of ``values`` (N,) (``fill`` for empty rows)."""
-    return jnp.sum(jnp.where(select, values[None, :], jnp.zeros((), values.dtype)), axis=1) + jnp.where(
-        jnp.any(select, axis=1), jnp.zeros((), values.dtype), jnp.asarray(fill, values.dtype)
-    )
+FIELDS = ("x", "y", "length", "width", "cos_h", "sin_h", "speed")
+
+
+def _member_rows(a, member_slot: Array) -> Array:
+    """(capacity, len(FIELDS) + 3) float32: each member's FIELDS, then its sorted slot,
+    is_ego (0/1) and agent id (-1 and zeros on empty rows); member_slot (capacity,)."""
+    n = a.x.shape[0]
+    extra = [jnp.arange(n, dtype=jnp.float32), a.is_ego.astype(jnp.float32), a.agent_id.astype(jnp.float32)]
+    rows = jnp.stack([getattr(a, f) for f in FIELDS] + extra)  # (F, N); slots and ids < 2^24: exact
+    picked = rows[:, jnp.maximum(member_slot, 0)].T  # one small gather (capacity, F)
+    unset = jnp.zeros(rows.shape[0]).at[len(FIELDS)].set(-1.0).at[len(FIELDS) + 2].set(-1.0)
+    return jnp.where((member_slot < 0)[:, None], unset[None, :], picked)
 
 
 def search(a, proj, geo: Crossings, radius: Array, window: int, capacity: int) -> ZoneSearch:
     """Zone leaders and overlaps of SortedAgents ``a`` with Projection ``proj`` (N,)."""
     n = a.x.shape[0]
-    select, fits = _members(a, geo, radius, capacity)
-    member = jnp.any(select, axis=1)  # (C,)
-    slot = jnp.arange(n, dtype=jnp.int32)
-    z_slot = _pick(select, slot, -1)
-    zx, zy, zl, zw = (_pick(select, v) for v in (a.x, a.y, a.length, a.width))
-    zc, zs, zv = (_pick(select, v) for v in (a.cos_h, a.sin_h, a.speed))
-    # leaders: every agent against every member (same rule as the window search)
-    rx = zx[None, :] - a.x[:, None]
-    ry = zy[None, :] - a.y[:, None]
-    ds = rx * proj.tx[:, None] + ry * proj.ty[:, None]
-    lat = -rx * proj.ty[:, None] + ry * proj.tx[:, None] + proj.d[:, None]
-    cand = member[None, :] & a.valid[:, None] & (z_slot[None, :] != slot[:, None])
-    cand = cand & (ds > 0.0) & (jnp.abs(lat) < 0.5 * a.lane_width[:, None])
-    ds = jnp.where(cand, ds, jnp.inf)
-    best = jnp.argmin(ds, axis=1)
-    at_best = jnp.arange(capacity)[None, :] == best[:, None]
-    take = lambda v: jnp.sum(jnp.where(at_best, v[None, :], jnp.zeros((), v.dtype)), axis=1)  # noqa: E731
-    best_ds = jnp.min(ds, axis=1)
-    has = jnp.isfinite(best_ds)
-    lead = jnp.where(has, take(z_slot), -1)
+    member_slot, fits = _members(a, geo, radius, capacity)
+    z = _member_rows(a, member_slot)
+    zx, zy, zl, zw, zc, zs, zv = (z[:, i] for i in range(len(FIELDS)))
+    z_slot, z_ego, z_id = (z[:, len(FIELDS) + i] for i in range(3))
+    member = z_slot >= 0.0
+    slot = jnp.arange(n, dtype=jnp.float32)
+    # leaders: every agent against every member, one member at a time (elementwise over the
+    # agents, as the window search; the same rule and the first of equally near candidates)
+    best_ds = jnp.full(n, jnp.inf, jnp.float32)
+    best = jnp.full(n, -1, jnp.int32)
+    half_width = 0.5 * a.lane_width
+    for k in range(capacity):
+        rx, ry = zx[k] - a.x, zy[k] - a.y
+        ds = rx * proj.tx + ry * proj.ty
+        lat = -rx * proj.ty + ry * proj.tx + proj.d
+        cand = member[k] & a.valid & (z_slot[k] != slot) & (ds > 0.0) & (jnp.abs(lat) < half_width)
+        cand = cand & (ds < best_ds)
+        best_ds = jnp.where(cand, ds, best_ds)
+        best = jnp.where(cand, k, best)
+
+    def take(values):
+        out = jnp.zeros(n, jnp.float32)
+        for k in range(capacity):
+            out = jnp.where(best == k, values[k], out)
+        return out
+
     # overlaps among members more than ``window`` slots apart (nearer pairs: the window's)
+    col, row = (lambda v: v[:, None]), (lambda v: v[None, :])  # noqa: E731
     hit = interactions.boxes_overlap(
-        zx[None, :] - zx[:, None],
-        zy[None, :] - zy[:, None],
-        zc[:, None],
-        zs[:, None],
-        zc[None, :],
-        zs[None, :],
-        0.5 * zl[:, None],
-        0.5 * zw[:, None],
-        0.5 * zl[None, :],
-        0.5 * zw[None, :],
+        row(zx) - col(zx),
+        row(zy) - col(zy),
+        col(zc),
+        col(zs),
+        row(zc),
+        row(zs),
+        0.5 * col(zl),
+        0.5 * col(zw),
+        0.5 * row(zl),
+        0.5 * row(zw),
     )
-    apart = (z_slot[None, :] - z_slot[:, None]) > window  # members are in slot order
-    upper = hit & apart & member[:, None] & member[None, :]
+    upper = hit & col(member) & row(member) & ((row(z_slot) - col(z_slot)) > window)  # members in slot order
     both = upper | upper.T
-    hit_member = jnp.any(both, axis=1)
-    hit_agent = jnp.any(select & hit_member[:, None], axis=0)
-    z_ego = _pick(select, a.is_ego.astype(jnp.int32)) > 0
-    z_id = _pick(select, a.agent_id, -1)
-    partner = jnp.min(jnp.where(both & z_ego[:, None], z_id[None, :], NONE))
+    hit_slot = jnp.where(jnp.any(both, axis=1), member_slot, -1)
+    hit_agent = jnp.any(hit_slot[:, None] == jnp.arange(n)[None, :], axis=0)
+    partner = jnp.min(jnp.where(both & col(z_ego > 0.5), row(z_id), jnp.inf))
     return ZoneSearch(
         ds=best_ds,
-        lead=lead,
-        lead_speed=jnp.where(has, take(zv), 0.0),
-        lead_length=jnp.where(has, take(zl), 0.0),
+        lead=jnp.where(best >= 0, take(z_slot).astype(jnp.int32), -1),
+        lead_speed=take(zv),
+        lead_length=take(zl),
         pairs=jnp.sum(upper.astype(jnp.int32)),
         hit=hit_agent,
-        partner=jnp.where(partner == NONE, -1, partner),
+        partner=jnp.where(partner == jnp.inf, -1, partner).astype(jnp.int32),
         fits=fits,
     )
 
