@@ -19,6 +19,7 @@ from drivesim.core.interactions import boxes_overlap
 from drivesim.core.policies import idm_policy
 from drivesim.core.road_users import PEDESTRIAN_SIZE
 from drivesim.core.rollout import simulate_trajectory
+from drivesim.core.signals import GREEN, RED, phase
 from drivesim.core.types import PEDESTRIAN, SimConfig
 from drivesim.scenarios.families import FamilyConfig, crosswalks, generate_batch
 from drivesim.scenarios.registry import SourceContext, open_spec
@@ -122,6 +123,25 @@ def test_crosswalk_geometry(batch):
             partner = lines[total + (r ^ 1)]
             back = (partner[1] - partner[0]) / np.linalg.norm(partner[1] - partner[0])
             assert back @ walk == pytest.approx(-1.0, abs=1e-5)  # both walking directions
+
+
+def test_walk_only_while_the_crossed_road_is_red(lit):
+    rows = np.stack([getattr(lit.signal, f) for f in ("line_s", "cycle", "offset", "green", "amber")])
+    for k in range(lit.valid.shape[0]):
+        a = lit.agents
+        lines, _total = _routes(lit, k)
+        d = lines[a.route[k], 1] - lines[a.route[k], 0]
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        ped = a.valid[k] & (a.kind[k] == PEDESTRIAN)
+        car = a.valid[k] & (a.kind[k] == 0)
+        assert np.isinf(lit.stop_s[k][car]).all()
+        crossed = (np.abs(d @ d.T) < 1e-5) & ped[:, None] & car[None, :]  # [walker, vehicle]
+        assert crossed[ped].any(axis=1).all()
+        for t in np.arange(0.0, 90.0, 0.25):
+            light = np.asarray(phase(rows[:, k], np.float32(t)))
+            walking = ped & (light == GREEN)
+            red = np.broadcast_to(light[None, :] == RED, crossed.shape)
+            assert red[crossed & walking[:, None]].all(), (k, t)
 
 
 def _overlaps(x, y, heading, length, width, valid):
