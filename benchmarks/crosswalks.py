@@ -28,6 +28,8 @@ WORKLOADS = {  # name -> (family, FamilyConfig flags)
 
 
 def _batch(family: str, flags: dict, count: int):
+    """Host records stacked by pad_and_stack (routes and points padded to the batch's largest:
+    16 routes x 2 points with pedestrians, 8 x 2 without)."""
     cfg = FamilyConfig(num_agents=AGENTS, steps=STEPS, **flags)
     records = generate_many(family, np.arange(count), cfg)
     return jax.device_put(pad_and_stack([r.scenario for r in records], num_agents=AGENTS))

@@ -208,8 +208,8 @@ def test_idm_traffic_and_pedestrians_share_the_crosswalks(batch, lit, signals):
     assert np.all(walked[ped] > -0.05)  # nobody walks backwards
     assert np.mean(walked[ped] > 2.0) > 0.3  # pedestrians do cross
     hit = int(np.asarray(metrics.pedestrians_collided).sum())
-    # unsignalised: none; signalised: vehicles drawn inside the junction on red at t = 0
-    # may still meet walkers who step off on WALK (README, "Pedestrians at crosswalks")
+    # unsignalised: none here; signalised: a little room for a walker who steps off on WALK
+    # as a vehicle rolls onto the crosswalk (README, Scenarios, intersection?pedestrians)
     assert hit <= (0 if not signals else max(1, int(0.05 * ped.sum()))), hit
 
 
