@@ -198,17 +198,23 @@ def open_specs(specs, context: SourceContext) -> ScenarioSource:
 # --- the built-in kinds ---------------------------------------------------------------------
 
 
-SYNTHETIC_OPTIONS = ("signals",)  # synthetic:FAMILY,...?OPTION: FamilyConfig flags set to True
+SYNTHETIC_OPTIONS = ("signals", "pedestrians")  # synthetic:FAMILY,...?OPTION: FamilyConfig flags set to True
 
 
 def _synthetic_options(arg: str) -> tuple[list[str], dict[str, bool]]:
-    """Family names and FamilyConfig flags of a synthetic spec argument ``F1,F2[?signals]``."""
+    """Family names and FamilyConfig flags of a synthetic spec argument
+    ``F1,F2[?signals,pedestrians]``."""
     names, _, query = arg.partition("?")
     options = [o.strip() for o in query.split(",") if o.strip()]
     unknown = [o for o in options if o not in SYNTHETIC_OPTIONS]
     if unknown:
         raise ValueError(f"unknown synthetic option {unknown}; known: {list(SYNTHETIC_OPTIONS)}")
-    return [f.strip() for f in names.split(",") if f.strip()], {o: True for o in options}
+    families = [f.strip() for f in names.split(",") if f.strip()]
+    if "pedestrians" in options and "intersection_turns" in families:
+        from drivesim.scenarios.families.turns import NO_PEDESTRIANS
+
+        raise ValueError(f"synthetic:{arg}: {NO_PEDESTRIANS}")
+    return families, {o: True for o in options}
 
 
 def _families(arg: str) -> list[str]:
@@ -256,7 +262,10 @@ def _open_store(arg: str, context: SourceContext) -> ScenarioSource:
 
 
 register_source(
-    "synthetic", _open_synthetic, usage="synthetic:FAMILY[,FAMILY...][?signals]", check=_check_synthetic
+    "synthetic",
+    _open_synthetic,
+    usage="synthetic:FAMILY[,FAMILY...][?signals,pedestrians]",
+    check=_check_synthetic,
 )
 register_source(
     "commonroad",

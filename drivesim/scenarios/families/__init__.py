@@ -2,8 +2,9 @@
 
 Each family is a module with ``NAME``, ``LOG_UNIFORM`` (how its agent count is drawn),
 ``POINTS`` (points per lane polyline before padding) and ``build(seed, scenario_id, cfg,
-size) -> Scenario`` (one scenario padded to ``size`` agent slots, ``common.LANES`` lanes and
-``common.POINTS`` points). Everything here runs inside jit; nothing touches files.
+size) -> Scenario`` (one scenario padded to ``size`` agent slots, ``common.LANES`` lanes, or
+16 route slots for intersection_turns and intersection with pedestrians, and ``common.POINTS``
+points, 16 for intersection_turns). Everything here runs inside jit; nothing touches files.
 
     batch = generate_batch("merge", seed, ids, FamilyConfig(), size=32)   # ids (B,) int32
 

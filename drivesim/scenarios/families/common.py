@@ -44,6 +44,9 @@ class FamilyConfig:
         default the host helpers pass).
     signals: families that support it (intersection) get fixed-time traffic signals
         (drivesim.scenarios.signal_timing) instead of their priority rule; others ignore it.
+    pedestrians: the intersection gets pedestrians crossing its legs at crosswalks
+        (drivesim.scenarios.families.crosswalks; 8 more route slots); intersection_turns
+        refuses it, highway and merge ignore it.
     """
 
     num_agents: int | None = None
@@ -53,6 +56,7 @@ class FamilyConfig:
     ragged_length: bool = False
     seed: int = 0
     signals: bool = False
+    pedestrians: bool = False
 
     def static(self) -> FamilyConfig:
         """This config without its seed (one compiled generator serves every seed)."""

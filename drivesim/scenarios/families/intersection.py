@@ -12,6 +12,11 @@ fixed-time plan (drivesim.scenarios.signal_timing: 90 s cycle, ITE amber for 50 
 the minor road's yield line is (the edge of the conflict zone), road A on the first phase,
 road B on the second; nobody yields by priority (a red queue would otherwise block a green
 approach that yields to it).
+
+With ``FamilyConfig(pedestrians=True)`` 10-25% of the agents are pedestrians crossing the
+four legs at crosswalks just outside the conflict zone, on 8 walking routes after the
+straight lanes (16 route slots), and the vehicles' stop lines move back behind the
+crosswalks (drivesim.scenarios.families.crosswalks). Without it the output is unchanged.
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from drivesim.core.types import AgentState, Array, IDMParams, Scenario, SignalPlan, replace
+from drivesim.core import signals
+from drivesim.core.road_users import PEDESTRIAN_SIZE
+from drivesim.core.types import IDM_DEFAULTS, AgentState, Array, IDMParams, Scenario, SignalPlan, replace
 from drivesim.scenarios.families import common as c
+from drivesim.scenarios.families import crosswalks
 from drivesim.scenarios.signal_timing import CYCLE_S, two_phase
 
 NAME = "intersection"
@@ -101,12 +109,16 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     d = c.Draws(key, size)
     slot = jnp.arange(size)
     valid = slot < n
+    n_v = n  # vehicles: every agent, less the pedestrians
+    if cfg.pedestrians:
+        n_v = n - crosswalks.pedestrian_count(d, n)
+        valid = slot < n_v
     w = d.s(2, 3.2, 3.6)
     beta = d.s(3, jnp.radians(70.0), jnp.radians(110.0))
     la, lb = d.si(4, 1, 3), d.si(5, 1, 3)
     radius = jnp.hypot(la * w, lb * w) / jnp.sin(beta) + 2.0
-    n_b = jnp.clip(jnp.round(n * d.s(6, 0.25, 0.5)).astype(jnp.int32), 1, n - 1)
-    minor = valid & (slot >= n - n_b)
+    n_b = jnp.clip(jnp.round(n_v * d.s(6, 0.25, 0.5)).astype(jnp.int32), 1, n_v - 1)
+    minor = valid & (slot >= n_v - n_b)
     length, width = c.draw_sizes(d)
     speed = jnp.where(minor, d.u(8, 0.0, 8.0), d.u(9, 8.0, 16.0))
     idm = c.draw_idm(d)
@@ -116,7 +128,8 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     traffic = Traffic(
         route, minor, valid, length, width, speed, idm, c.queue(d, 12, route, valid, length, speed, idm)
     )
-    rel, half = queue_positions(d, traffic, radius)
+    stop_r = radius + crosswalks.SETBACK if cfg.pedestrians else radius  # stop lines from the centre
+    rel, half = queue_positions(d, traffic, stop_r)
     u, right, _on_b, lane_valid = _lanes(la, lb, beta, w)
     lines = jnp.stack([right - half * u, right + half * u], axis=1)
     agents, axis, angle = junction_agents(d, traffic, (u, right), beta, rel, route)
@@ -128,12 +141,19 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
         jnp.zeros(2),
         radius,
     )
-    stop_s = jnp.where(minor, half - radius, jnp.inf)
+    stop_s = jnp.where(minor, half - stop_r, jnp.inf)
     signal = None
     if cfg.signals:
-        signal = _signal_plan(route >= count_a, half - radius, d.s(16, 0.0, CYCLE_S))
+        signal = _signal_plan(route >= count_a, half - stop_r, d.s(16, 0.0, CYCLE_S))
         stop_s = jnp.full(size, jnp.inf, c.F32)
-    return c.scenario(
+    if cfg.pedestrians:
+        junction = Junction(la, lb, beta, w, radius, n_v, n, angle)
+        xy = right[route] + rel[:, None] * u[route]
+        vehicles = crosswalks.Vehicles(valid, route >= count_a, xy, u[route], length, width, speed)
+        agents, idm, stop_s, road_map, signal = _with_pedestrians(
+            d, junction, vehicles, (agents, idm, stop_s, road_map, signal)
+        )
+    sc = c.scenario(
         d,
         cfg,
         agents=agents,
@@ -144,6 +164,9 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
         scenario_id=scenario_id,
         signal=signal,
     )
+    if cfg.pedestrians:  # the ego is a vehicle
+        sc = replace(sc, ego_index=jnp.minimum(jnp.floor(d.s(0, 0.0, 1.0) * n_v).astype(jnp.int32), n_v - 1))
+    return sc
 
 
 SIGNAL_SPEED = 13.89  # [m/s] design speed of the signal timings (50 km/h)
@@ -161,3 +184,64 @@ def _signal_plan(on_b, line_s, phase_s) -> SignalPlan:
         green=pick(main.green, cross.green),
         amber=pick(main.amber, cross.amber),
     )
+
+
+class Junction(NamedTuple):
+    """The drawn junction a pedestrian layer needs: lanes per direction of A and B, crossing
+    angle [rad], lane width and conflict radius [m], vehicle and agent counts (), and the
+    drawn rotation [rad]."""
+
+    la: Array
+    lb: Array
+    beta: Array
+    w: Array
+    radius: Array
+    n_v: Array
+    n: Array
+    angle: Array
+
+
+def _with_pedestrians(d: c.Draws, j: Junction, vehicles: crosswalks.Vehicles, parts: tuple) -> tuple:
+    """Agents, IDM, stop_s, road and signals with pedestrians in slots n_v..n-1 and the eight
+    walking routes in route slots 2 (la + lb) .. 2 (la + lb) + 7 (drivesim.scenarios.families.
+    crosswalks)."""
+    agents, idm, stop_s, road_map, signal = parts
+    cw = crosswalks.crosswalks(j.la, j.lb, j.beta, j.w, j.radius)
+    peds = crosswalks.pedestrians(d, j.n_v, j.n, cw, vehicles)
+    total = 2 * (j.la + j.lb)
+    pick = lambda a, b: jnp.where(peds.is_ped, a, b)  # noqa: E731
+    xy = c.rotate(peds.xy, j.angle)
+    agents = AgentState(
+        x=pick(xy[:, 0], agents.x),
+        y=pick(xy[:, 1], agents.y),
+        heading=pick(peds.heading + j.angle, agents.heading),
+        speed=pick(peds.speed, agents.speed),
+        accel=pick(crosswalks.start_accel(peds.speed, peds.idm), agents.accel),
+        length=pick(PEDESTRIAN_SIZE[0], agents.length),
+        width=pick(PEDESTRIAN_SIZE[1], agents.width),
+        valid=agents.valid | peds.is_ped,
+        route=pick(total + peds.route, agents.route),
+        kind=crosswalks.kind_of(peds.is_ped),
+    )
+    idm = IDMParams(**{f: pick(getattr(peds.idm, f), getattr(idm, f)) for f in IDM_DEFAULTS})
+    slots = jnp.arange(c.LANES + crosswalks.ROUTES)
+    is_walk = (slots >= total) & (slots < total + crosswalks.ROUTES)
+    walk_lines = c.edge_pad(c.rotate(cw.lines, j.angle))[jnp.clip(slots - total, 0, crosswalks.ROUTES - 1)]
+    grow = lambda a: jnp.pad(a, [(0, crosswalks.ROUTES)] + [(0, 0)] * (a.ndim - 1))  # noqa: E731
+    road_map = c.road(
+        jnp.where(is_walk[:, None, None], walk_lines, grow(road_map.centers)),
+        jnp.where(is_walk, crosswalks.CROSSWALK_WIDTH, grow(road_map.widths)),
+        grow(road_map.lane_valid) | is_walk,
+        road_map.sort_axis,
+        road_map.conflict_xy,
+        road_map.conflict_radius,
+    )
+    if signal is None:  # walkers yield at the kerb while priority traffic is near
+        kerb = jnp.where(cw.on_b[peds.route], jnp.inf, crosswalks.kerb_line(stop_s.shape))
+        return agents, idm, pick(kerb, stop_s), road_map, None
+    beside_b = ~cw.on_b[peds.route]  # crossing road A: walking beside road B
+    walk = crosswalks.walk_plan(_signal_plan(beside_b, 0.0, d.s(16, 0.0, CYCLE_S)), 2.0 * cw.half[peds.route])
+    signal = SignalPlan(**{f: pick(getattr(walk, f), getattr(signal, f)) for f in signals.ROWS})
+    # a walker a vehicle would meet (one drawn inside the junction on red) waits for a clear junction
+    stop_s = jnp.where(peds.blocked, crosswalks.kerb_line(stop_s.shape), stop_s)
+    return agents, idm, stop_s, road_map, signal
