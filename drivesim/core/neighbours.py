@@ -53,7 +53,7 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
     if config.neighbours == "all_pairs":
         return None
     n = a.x.shape[0]
-    capacity = min(config.junction_capacity, n)
+    capacity = min(zone_capacity(config, n), n)
 
     def run(_):
         drift = jnp.max(jnp.where(a.valid, jnp.abs(proj.d), 0.0))
@@ -64,6 +64,14 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
     if zone_on is None:
         return run(None)
     return jax.lax.cond(zone_on, run, lambda _: junction.empty(n), None)
+
+
+def zone_capacity(config: SimConfig, agents: int) -> int:
+    """SimConfig.junction_capacity for scenarios of ``agents`` slots ("auto": 8 up to 32
+    agents, 16 above; multiples of 8 vectorise best on the CPU, BENCHMARKS.md)."""
+    if config.junction_capacity == "auto":
+        return 8 if agents <= 32 else 16
+    return int(config.junction_capacity)
 
 
 def leader_search(a, proj, axis: Array, config: SimConfig, zone=None) -> tuple[Array, Array, Array]:

@@ -328,7 +328,8 @@ class SimConfig:
         (LaneChangeConfig), or None (agents keep their lanes).
     junction_capacity: most agents the junction zone (drivesim.core.junction: where
         straight routes cross) searches exactly per step; a scenario with more there at
-        some step is simulated again with all pairs.
+        some step is simulated again with all pairs. "auto": 8 for scenarios of up to 32
+        agent slots, 16 above (the fastest on the synthetic intersection, BENCHMARKS.md).
     """
 
     dt: float = 0.1
@@ -348,7 +349,7 @@ class SimConfig:
     block_agents: int | str | None = "auto"
     neighbours: str = "window"
     lane_changes: LaneChangeConfig | None = None
-    junction_capacity: int = 12
+    junction_capacity: int | str = "auto"
 
     def __post_init__(self):
         if self.neighbours not in ("window", "all_pairs", "window_only"):
@@ -361,8 +362,11 @@ class SimConfig:
             get_policy(self.policy)
         except ValueError as err:
             raise ValueError(f"SimConfig.policy: {err}") from None
-        if self.num_steps < 1 or self.window < 1 or self.resort_every < 1 or self.junction_capacity < 1:
-            raise ValueError("SimConfig: num_steps, window, resort_every and junction_capacity must be >= 1")
+        if self.num_steps < 1 or self.window < 1 or self.resort_every < 1:
+            raise ValueError("SimConfig: num_steps, window and resort_every must be >= 1")
+        cap = self.junction_capacity
+        if not (cap == "auto" or (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1)):
+            raise ValueError(f"SimConfig.junction_capacity: expected an int >= 1 or 'auto', got {cap!r}")
         block = self.block_agents
         if not (block in ("auto", None) or (isinstance(block, int) and block >= 1)):
             raise ValueError(f"SimConfig.block_agents: expected an int >= 1, 'auto' or None, got {block!r}")

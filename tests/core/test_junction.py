@@ -142,3 +142,9 @@ def test_highway_results_do_not_depend_on_intersections_in_the_batch():
         assert (
             np.asarray(getattr(alone, name))[0].tobytes() == np.asarray(getattr(mixed, name))[0].tobytes()
         ), name
+
+
+@pytest.mark.parametrize("bad", [0, -3, "big", True])
+def test_junction_capacity_is_checked(bad):
+    with pytest.raises(ValueError, match="junction_capacity"):
+        SimConfig(junction_capacity=bad)
