@@ -278,9 +278,8 @@ def _lane_changes(agents: SortedAgents, scenario: Scenario, config: SimConfig, t
         decided = mobil.decide(ag, scenario.road, now, config.dt)
         return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), decided, ag)
 
-    if step_index is None:
-        return jax.lax.cond(now % every == 0, run, lambda ag: ag, agents)
-    return jax.lax.cond((step_index + 1) % every == 0, run, lambda ag: ag, agents)
+    counter = now if step_index is None else step_index + 1
+    return jax.lax.cond(counter % every == 0, run, lambda ag: ag, agents)
 
 
 def advance(
