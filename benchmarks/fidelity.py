@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from drivesim.bench.fidelity import Counts, compare, delivered_traces, hard_braking_share, offroad_agent_steps
+from drivesim.bench.fidelity import batch_counts, delivered_traces, hard_braking_share, offroad_agent_steps
 from drivesim.core.policies import idm_policy
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.batching import pad_and_stack
@@ -50,12 +50,7 @@ def measure(name: str, batch, steps: int, policy: str = "idm") -> dict:
     config = SimConfig(num_steps=steps, policy=policy)
     win, got, flag = delivered_traces(batch, idm_policy() if policy == "idm" else None, config)
     valid = np.asarray(batch.valid)
-    totals = {}
-    for label, tr in (("window_only", win), ("window", got)):
-        c = Counts()
-        for b in np.flatnonzero(valid):
-            c = c.add(compare(tr, int(b)))
-        totals[label] = c
+    totals = {"window_only": batch_counts(win, valid), "window": batch_counts(got, valid)}
     row = {
         "case": f"{name} ({policy} ego)",
         "scenarios": int(valid.sum()),

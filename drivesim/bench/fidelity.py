@@ -110,6 +110,14 @@ def compare(tr, b: int) -> Counts:
     )
 
 
+def batch_counts(tr, valid) -> Counts:
+    """:func:`compare` summed over the scenarios with ``valid`` (B,) True."""
+    total = Counts()
+    for b in np.flatnonzero(np.asarray(valid)):
+        total = total.add(compare(tr, int(b)))
+    return total
+
+
 def delivered_traces(batch, policy, config):
     """(window-only trace, the trace of what the engine delivers, fallback flags (B,)) as
     NumPy trees: scenarios whose window search was not proven exact at some step are

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from drivesim.bench.fidelity import Counts, compare, delivered_traces
+from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core.behavior import idm_acceleration
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
@@ -30,13 +30,6 @@ def _mixed_batch(agents: int = 32):
     return pad_and_stack(scenarios, num_agents=agents)
 
 
-def _total(trace, batch) -> Counts:
-    total = Counts()
-    for b in np.flatnonzero(np.asarray(batch.valid)):
-        total = total.add(compare(trace, int(b)))
-    return total
-
-
 @pytest.fixture(scope="module")
 def mixed():
     return _mixed_batch()
@@ -46,7 +39,7 @@ def mixed():
 def test_engine_equals_all_pairs_reference(mixed, policy):
     config = dataclasses.replace(CONFIG, policy=policy)
     _win, got, _flag = delivered_traces(mixed, idm_policy() if policy == "idm" else None, config)
-    c = _total(got, mixed)
+    c = batch_counts(got, mixed.valid)
     assert c.leader_relations > 1000 and c.borderline < 0.01 * c.leader_relations
     assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
     assert c.pair_count_errors == 0
@@ -55,9 +48,9 @@ def test_engine_equals_all_pairs_reference(mixed, policy):
 def test_shrunk_window_is_caught_by_the_reference_and_by_the_certificate(mixed):
     shrunk = dataclasses.replace(CONFIG, window=1)
     win, got, flag = delivered_traces(mixed, idm_policy(), shrunk)
-    assert _total(win, mixed).leader_misses > 0, "a window of 1 must miss leaders"
+    assert batch_counts(win, mixed.valid).leader_misses > 0, "a window of 1 must miss leaders"
     assert flag.any()
-    c = _total(got, mixed)
+    c = batch_counts(got, mixed.valid)
     assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
 
 
@@ -70,7 +63,7 @@ def test_commonroad_logs_exact():
         [r.scenario for r in records], num_agents=max(r.scenario.num_agents for r in records)
     )
     _win, got, _flag = delivered_traces(batch, idm_policy(), SimConfig(num_steps=80))
-    c = _total(got, batch)
+    c = batch_counts(got, batch.valid)
     assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
 
 

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from drivesim.bench.fidelity import Counts, compare, delivered_traces
+from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core import exact, junction
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
@@ -33,13 +33,6 @@ def _batch(family: str, ids, agents: int = 32):
     return pad_and_stack([generate(family, i, cfg).scenario for i in ids], num_agents=agents)
 
 
-def _total(trace, batch) -> Counts:
-    total = Counts()
-    for b in np.flatnonzero(np.asarray(batch.valid)):
-        total = total.add(compare(trace, int(b)))
-    return total
-
-
 @pytest.fixture(scope="module")
 def junctions():
     return _batch("intersection", range(6))
@@ -48,7 +41,7 @@ def junctions():
 def test_intersections_are_exact_without_the_all_pairs_fallback(junctions):
     _win, got, flag = delivered_traces(junctions, None, CONFIG)
     assert not flag.any(), "every intersection scenario is proven exact by the window and the zone"
-    c = _total(got, junctions)
+    c = batch_counts(got, junctions.valid)
     assert c.leader_relations > 1000, c
     assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
     assert c.pair_count_errors == 0
@@ -59,7 +52,7 @@ def test_a_shrunk_zone_is_caught_by_the_reference(junctions, monkeypatch):
     monkeypatch.setattr(junction, "zone_radius", lambda geo, drift, widest, reach: geo.r0)
     shrunk = dataclasses.replace(CONFIG, junction_capacity=15)  # a config not compiled before
     win, _got, _flag = delivered_traces(junctions, None, shrunk)
-    c = _total(win, junctions)
+    c = batch_counts(win, junctions.valid)
     assert c.leader_misses > 0, c
 
 
@@ -67,7 +60,7 @@ def test_a_full_zone_falls_back_to_all_pairs(junctions):
     small = dataclasses.replace(CONFIG, junction_capacity=1)
     _win, got, flag = delivered_traces(junctions, None, small)
     assert flag.sum() >= 3, flag  # scenarios with two agents in the zone at some step
-    c = _total(got, junctions)
+    c = batch_counts(got, junctions.valid)
     assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
 
 
