@@ -210,11 +210,16 @@ def _synthetic_options(arg: str) -> tuple[list[str], dict[str, bool]]:
     if unknown:
         raise ValueError(f"unknown synthetic option {unknown}; known: {list(SYNTHETIC_OPTIONS)}")
     families = [f.strip() for f in names.split(",") if f.strip()]
-    if "pedestrians" in options and "intersection_turns" in families:
-        from drivesim.scenarios.families.turns import NO_PEDESTRIANS
+    flags = {o: True for o in options}
+    if flags:
+        from drivesim.scenarios.families import FAMILIES, FamilyConfig, check_options
 
-        raise ValueError(f"synthetic:{arg}: {NO_PEDESTRIANS}")
-    return families, {o: True for o in options}
+        for name in (f for f in families if f in FAMILIES):  # unknown names: _check_synthetic
+            try:
+                check_options(name, FamilyConfig(**flags))
+            except ValueError as err:
+                raise ValueError(f"synthetic:{arg}: {err}") from None
+    return families, flags
 
 
 def _families(arg: str) -> list[str]:

@@ -1,7 +1,8 @@
 """Synthetic scenario families as pure JAX functions of (campaign seed, family, scenario id).
 
 Each family is a module with ``NAME``, ``LOG_UNIFORM`` (how its agent count is drawn),
-``POINTS`` (points per lane polyline before padding) and ``build(seed, scenario_id, cfg,
+``POINTS`` (points per lane polyline before padding), optionally ``REFUSED_OPTIONS`` (FamilyConfig
+flags it cannot honour -> why) and ``build(seed, scenario_id, cfg,
 size) -> Scenario`` (one scenario padded to ``size`` agent slots, ``common.LANES`` lanes, or
 16 route slots for intersection_turns and intersection with pedestrians, and ``common.POINTS``
 points, 16 for intersection_turns). Everything here runs inside jit; nothing touches files.
@@ -24,7 +25,16 @@ from drivesim.scenarios.families.common import FamilyConfig
 
 FAMILIES = {m.NAME: m for m in (highway, merge, intersection, turns)}
 
-__all__ = ["FAMILIES", "FamilyConfig", "agent_counts", "build", "family", "generate_batch", "count_of"]
+__all__ = [
+    "FAMILIES",
+    "FamilyConfig",
+    "agent_counts",
+    "build",
+    "check_options",
+    "family",
+    "generate_batch",
+    "count_of",
+]
 
 
 def family(name: str):
@@ -35,8 +45,16 @@ def family(name: str):
         raise ValueError(f"unknown synthetic family {name!r}; known: {sorted(FAMILIES)}") from None
 
 
+def check_options(name: str, cfg: FamilyConfig) -> None:
+    """One-line ValueError when family ``name`` refuses a flag set in ``cfg``."""
+    for option, why in getattr(family(name), "REFUSED_OPTIONS", {}).items():
+        if getattr(cfg, option):
+            raise ValueError(f"synthetic family {name} {why}")
+
+
 def build(name: str, seed, scenario_id, cfg: FamilyConfig, size: int) -> Scenario:
     """One scenario (traced seed and id; static family, config and size class)."""
+    check_options(name, cfg)
     return family(name).build(seed, scenario_id, cfg.static(), size)
 
 

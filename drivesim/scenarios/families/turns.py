@@ -37,9 +37,7 @@ TURN_LEFT, TURN_RIGHT = 0.10, 0.10  # shares of agents turning
 A_LAT = 2.5  # [m/s^2] comfortable lateral acceleration of the turn speed
 LEFT_TARGET = (2, 3, 1, 0)  # approach (A fwd, A bwd, B fwd, B bwd) -> the one a left turn joins
 RIGHT_TARGET = (3, 2, 0, 1)
-NO_PEDESTRIANS = (
-    "synthetic family intersection_turns has no crosswalks: option 'pedestrians' is for intersection"
-)
+REFUSED_OPTIONS = {"pedestrians": "has no crosswalks: option 'pedestrians' is for intersection"}
 
 
 def _approaches(la, lb):
@@ -74,8 +72,6 @@ def _turn(r_in, u_in, r_out, u_out, radius, half):
 
 def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     """Scenario ``scenario_id`` of campaign ``seed`` (traced ints), padded to ``size`` agents."""
-    if cfg.pedestrians:
-        raise ValueError(NO_PEDESTRIANS)
     key = c.scenario_key(seed, NAME, scenario_id)
     n = c.agent_count(key, cfg, LOG_UNIFORM)
     d = c.Draws(key, size)
