@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
-import jax
 import numpy as np
 
-from drivesim.core import SimConfig, default_policy_params, simulate
-from drivesim.scenarios import pad_and_stack
-from drivesim.scenarios.synthetic import FamilyConfig, generate_many
+from drivesim.bench.families import family_batches, interleaved_throughput
 
 AGENTS, STEPS = 32, 80
 WORKLOADS = {  # name -> (family, FamilyConfig flags)
@@ -27,45 +23,18 @@ WORKLOADS = {  # name -> (family, FamilyConfig flags)
 }
 
 
-def _batch(family: str, flags: dict, count: int):
-    """Host records stacked by pad_and_stack (routes and points padded to the batch's largest:
-    16 routes x 2 points with pedestrians, 8 x 2 without)."""
-    cfg = FamilyConfig(num_agents=AGENTS, steps=STEPS, **flags)
-    records = generate_many(family, np.arange(count), cfg)
-    return jax.device_put(pad_and_stack([r.scenario for r in records], num_agents=AGENTS))
-
-
 def throughput(count: int, repeats: int) -> dict:
-    """Median and spread of agent-steps/s per workload, fallback share and pedestrian hits."""
-    config = SimConfig(num_steps=STEPS)
-    policy = default_policy_params(config)
-    batches = {name: _batch(f, flags, count) for name, (f, flags) in WORKLOADS.items()}
-    times: dict[str, list[float]] = {name: [] for name in batches}
-    metrics = {}
-    for name, batch in batches.items():  # compile + warm-up
-        metrics[name] = jax.device_get(jax.block_until_ready(simulate(batch, policy, config)))
-    for _ in range(repeats):
-        for name, batch in batches.items():
-            start = time.perf_counter()
-            jax.block_until_ready(simulate(batch, policy, config))
-            times[name].append(time.perf_counter() - start)
-    work = count * AGENTS * STEPS
-    result = {}
-    for name, ts in times.items():
-        rates = work / np.asarray(ts)
-        m = metrics[name]
-        result[name] = dict(
-            median_agent_steps_per_s=float(np.median(rates)),
-            min=float(rates.min()),
-            max=float(rates.max()),
-            scenarios_per_s=float(np.median(count / np.asarray(ts))),
+    """Median and spread of agent-steps/s per workload, fallback share and pedestrian hits.
+    Host records stacked by pad_and_stack (routes and points padded to the batch's largest:
+    16 routes x 2 points with pedestrians, 8 x 2 without)."""
+    batches = family_batches(WORKLOADS, count, AGENTS, STEPS)
+    result, metrics = interleaved_throughput(batches, count, AGENTS, STEPS, repeats)
+    for name, m in metrics.items():
+        result[name] |= dict(
             fallback_share=float(np.mean(np.asarray(m.window_overflow))),
             pedestrians=int(np.sum(np.asarray(batches[name].agents.kind) == 1)),
             pedestrians_collided=int(np.sum(np.asarray(m.pedestrians_collided))),
         )
-    base = result["highway"]["median_agent_steps_per_s"]
-    for name in result:
-        result[name]["vs_highway"] = result[name]["median_agent_steps_per_s"] / base
     return result
 
 

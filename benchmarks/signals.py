@@ -9,58 +9,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
-import jax
 import numpy as np
 
+from drivesim.bench.families import family_batches, interleaved_throughput
 from drivesim.core import SimConfig, default_policy_params, simulate
 from drivesim.scenarios import pad_and_stack
 from drivesim.scenarios.catalogue import make_record
-from drivesim.scenarios.synthetic import FamilyConfig, generate_many
 
 AGENTS, STEPS = 32, 80
-WORKLOADS = {
-    "highway": ("highway", False),
-    "intersection": ("intersection", False),
-    "intersection+signals": ("intersection", True),
+WORKLOADS = {  # name -> (family, FamilyConfig flags)
+    "highway": ("highway", {}),
+    "intersection": ("intersection", {}),
+    "intersection+signals": ("intersection", {"signals": True}),
 }
-
-
-def _batch(family: str, signals: bool, count: int):
-    cfg = FamilyConfig(num_agents=AGENTS, steps=STEPS, signals=signals)
-    records = generate_many(family, np.arange(count), cfg)
-    return jax.device_put(pad_and_stack([r.scenario for r in records], num_agents=AGENTS))
 
 
 def throughput(count: int, repeats: int) -> dict:
     """Median and spread of agent-steps/s per workload (interleaved repeats after a warm-up)."""
-    config = SimConfig(num_steps=STEPS)
-    policy = default_policy_params(config)
-    batches = {name: _batch(f, s, count) for name, (f, s) in WORKLOADS.items()}
-    times: dict[str, list[float]] = {name: [] for name in batches}
-    for batch in batches.values():  # compile + warm-up
-        jax.block_until_ready(simulate(batch, policy, config))
-    for _ in range(repeats):
-        for name, batch in batches.items():
-            start = time.perf_counter()
-            out = jax.block_until_ready(simulate(batch, policy, config))
-            times[name].append(time.perf_counter() - start)
-    work = count * AGENTS * STEPS
-    result = {}
-    for name, ts in times.items():
-        rates = work / np.asarray(ts)
-        result[name] = dict(
-            median_agent_steps_per_s=float(np.median(rates)),
-            min=float(rates.min()),
-            max=float(rates.max()),
-            scenarios_per_s=float(np.median(count / np.asarray(ts))),
-        )
-    base = result["highway"]["median_agent_steps_per_s"]
-    for name in result:
-        result[name]["vs_highway"] = result[name]["median_agent_steps_per_s"] / base
-    del out
-    return result
+    batches = family_batches(WORKLOADS, count, AGENTS, STEPS)
+    return interleaved_throughput(batches, count, AGENTS, STEPS, repeats)[0]
 
 
 def boundary(speeds=(8.33, 13.89, 19.44)) -> list[dict]:
