@@ -96,15 +96,15 @@ def all_pairs_leader_index(a, proj) -> tuple[Array, Array]:
     return jnp.argmin(ds_c, axis=1), jnp.any(cand, axis=1)
 
 
-def all_pairs_leaders(a, proj) -> tuple[Array, Array]:
-    """Leader of every agent over all agents (:func:`all_pairs_leader_index`): gap
-    bumper to bumper (+inf: none) and leader speed; each (N,)."""
+def all_pairs_leaders(a, proj) -> tuple[Array, Array, Array]:
+    """Leader of every agent over all agents (:func:`all_pairs_leader_index`): its sorted
+    slot (-1: none), the gap bumper to bumper (+inf: none) and its speed; each (N,)."""
     n = a.x.shape[0]
     j, has = all_pairs_leader_index(a, proj)
     pick = lambda v: jnp.sum(jnp.where(jnp.arange(n)[None, :] == j[:, None], v[None, :], 0.0), axis=1)  # noqa: E731
     lx, ly, lv, ll = pick(a.x), pick(a.y), pick(a.speed), pick(a.length)
     gap = (lx - a.x) * proj.tx + (ly - a.y) * proj.ty - 0.5 * (a.length + ll)
-    return jnp.where(has, gap, jnp.inf), jnp.where(has, lv, 0.0)
+    return jnp.where(has, j, -1), jnp.where(has, gap, jnp.inf), jnp.where(has, lv, 0.0)
 
 
 def all_pairs_hits(a) -> Array:

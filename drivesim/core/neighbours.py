@@ -78,12 +78,9 @@ def leader_search(a, proj, axis: Array, config: SimConfig, zone=None) -> tuple[A
     """Sorted slot of each agent's leader (-1: none), the gap to it (bumper to bumper
     along the tangent, +inf: none) and its speed; each (N,). axis: (2,) sort axis; zone: the
     step's ZoneSearch (None: the window alone)."""
-    n = a.x.shape[0]
-    slot = jnp.arange(n, dtype=jnp.int32)
     if config.neighbours == "all_pairs":
-        j, has = exact.all_pairs_leader_index(a, proj)
-        gap, speed = exact.all_pairs_leaders(a, proj)
-        return jnp.where(has, j, -1), gap, speed
+        return exact.all_pairs_leaders(a, proj)
+    slot = jnp.arange(a.x.shape[0], dtype=jnp.int32)
     forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0
     offset = interactions.leader_offsets(
         a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.window, forward=forward

@@ -16,7 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import behavior, certificate, exact, interactions, junction, mobil, neighbours, signals
+from drivesim.core import behavior, certificate, interactions, junction, mobil, neighbours, signals
 from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
@@ -129,7 +129,9 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     reach = jnp.max(jnp.where(ag.valid, diag, 0.0))
     zone = neighbours.zone_search(agents, proj, crossings, reach, config)
     leaders = _leader_state(agents, proj, scenario, config, zone)
-    certified = _certified(agents, proj, leaders["lead_gap"], (reach, cross_sep, zone), scenario, config)
+    certified = _certified(
+        agents, proj, leaders["lead_gap"], scenario, config, reach=reach, cross_sep=cross_sep, zone=zone
+    )
     return SimState(
         agents=agents,
         proj=proj,
@@ -143,12 +145,11 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     )
 
 
-def _certified(a, proj, lead_gap, bounds, scenario: Scenario, config: SimConfig) -> Array:
+def _certified(a, proj, lead_gap, scenario: Scenario, config: SimConfig, *, reach, cross_sep, zone) -> Array:
     """() bool: the window search, with the junction zone, was exact this step (always True
-    on the all-pairs path). bounds: (reach, cross_sep, the step's ZoneSearch)."""
+    on the all-pairs path). reach, cross_sep: SimState's; zone: the step's ZoneSearch."""
     if config.neighbours == "all_pairs":
         return jnp.ones((), bool)
-    reach, cross_sep, zone = bounds
     front = mobil.front_clear(a, scenario.road) if config.lane_changes else None
     proof = certificate.window_certified(
         a, proj, lead_gap, reach, cross_sep, scenario.road.sort_axis, config.window, front
@@ -193,13 +194,11 @@ def observation_of(state: SimState, config: SimConfig) -> Array:
 def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig, zone) -> dict:
     """Gap to and speed of each agent's vehicle leader in the current state (N,) each;
     zone: the step's junction ZoneSearch (None on the all-pairs path)."""
-    if config.neighbours == "all_pairs":
-        gap, speed = exact.all_pairs_leaders(a, proj)
-        return {"lead_gap": gap, "lead_speed": speed}
     _lead, gap, speed = neighbours.leader_search(a, proj, scenario.road.sort_axis, config, zone)
-    # one materialised result: the state and the window certificate both read it, and XLA
-    # would otherwise evaluate the search once per consumer
-    gap, speed = jax.lax.optimization_barrier((gap, speed))
+    if config.neighbours != "all_pairs":
+        # one materialised result: the state and the window certificate both read it, and XLA
+        # would otherwise evaluate the search once per consumer
+        gap, speed = jax.lax.optimization_barrier((gap, speed))
     return {"lead_gap": gap, "lead_speed": speed}
 
 
@@ -368,8 +367,8 @@ def advance(
     with jax.named_scope("leaders"):
         zone = neighbours.zone_search(agents, proj, state.crossings, state.reach, config, zone_on)
         leaders = _leader_state(agents, proj, scenario, config, zone)
-        bounds = (state.reach, state.cross_sep, zone)
-        certified = _certified(agents, proj, leaders["lead_gap"], bounds, scenario, config)
+        bounds = dict(reach=state.reach, cross_sep=state.cross_sep, zone=zone)
+        certified = _certified(agents, proj, leaders["lead_gap"], scenario, config, **bounds)
     with jax.named_scope("metrics"):
         info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre, zone)
         info = replace(info, overflow=~certified)

@@ -94,8 +94,9 @@ def crosswalks(la, lb, beta, w, radius) -> Crosswalks:
 
 class Pedestrians(NamedTuple):
     """Pedestrian slots' state (size,) (unrotated frame): ``is_ped`` bool, ``route`` in
-    0..ROUTES-1, position ``xy`` (size, 2), heading, speed, arc along the route ``s`` and
-    IDM parameters."""
+    0..ROUTES-1, position ``xy`` (size, 2), heading, speed, arc along the route ``s``, IDM
+    parameters and ``blocked``: a kerb walker a vehicle would meet (waits for a clear
+    junction)."""
 
     is_ped: Array
     route: Array
@@ -153,13 +154,13 @@ def pedestrians(d: c.Draws, n_v, n, cw: Crosswalks, vehicles: Vehicles) -> Pedes
     blocked = _blocked(at_cross, walk, cross_speed, cw.on_b[route], vehicles)
     crossing = want & ~blocked
     s = jnp.where(crossing, cross_s, wait_s)
-    at_kerb = start + s[:, None] * walk
-    blocked = is_ped & ~crossing & _blocked(at_kerb, walk, cross_speed, cw.on_b[route], vehicles)
+    xy = start + s[:, None] * walk  # at the kerb unless crossing
+    blocked = is_ped & ~crossing & _blocked(xy, walk, cross_speed, cw.on_b[route], vehicles)
     speed = jnp.where(crossing, cross_speed, 0.0)
     return Pedestrians(
         is_ped=is_ped,
         route=route,
-        xy=start + s[:, None] * walk,
+        xy=xy,
         heading=jnp.arctan2(walk[:, 1], walk[:, 0]),
         speed=speed,
         s=s,
@@ -180,7 +181,7 @@ def _blocked(p, walk, speed, ped_on_b, v: Vehicles) -> Array:
     t_clear = jnp.maximum(to_clear, 0.0) / jnp.maximum(speed, 0.1)[:, None]
     front_gap = ahead - 0.5 * v.length[None, :] - 0.5 * PEDESTRIAN_SIZE[1]
     passed = ahead < -0.5 * v.length[None, :] - 0.5 * PEDESTRIAN_SIZE[1] - 1.0
-    hit = (to_clear > 0.0) & ~passed & (front_gap < v.speed[None, :] * t_clear[:, :] + CLEAR_MARGIN)
+    hit = (to_clear > 0.0) & ~passed & (front_gap < v.speed[None, :] * t_clear + CLEAR_MARGIN)
     same_road = v.valid[None, :] & (v.on_b[None, :] == ped_on_b[:, None])
     return jnp.any(hit & same_road, axis=1)
 
