@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from drivesim.core.types import Array, RoadMap, pytree_dataclass
 
 _EPS = 1e-9
+_UNROLLED_SEGMENTS = 16  # lanes of up to this many segments take their nearest one unrolled
 
 
 @pytree_dataclass
@@ -159,6 +160,17 @@ def on_road(x: Array, y: Array, road: RoadMap) -> Array:
     return jnp.any(inside, axis=(-2, -1))
 
 
+def _min_last(values: Array) -> Array:
+    """Minimum over the last (segment) axis, unrolled into elementwise minima for short
+    routes: on XLA:CPU a reduction over a short minor axis is not vectorised."""
+    if values.shape[-1] > _UNROLLED_SEGMENTS:
+        return jnp.min(values, axis=-1)
+    out = values[..., 0]
+    for k in range(1, values.shape[-1]):
+        out = jnp.minimum(out, values[..., k])
+    return out
+
+
 def lane_ok(centers: Array) -> Array:
     """(L, S) float32: 1.0 for real (non-zero length) segments of lane polylines (L, P, 2)."""
     d = centers[..., 1:, :] - centers[..., :-1, :]
@@ -176,7 +188,7 @@ def edge_distance(x: Array, y: Array, road: RoadMap) -> Array:
     ex = px - along * lanes.ux
     ey = py - along * lanes.uy
     dist2 = jnp.where(lanes.ok > 0, ex * ex + ey * ey, jnp.inf)
-    depth = 0.5 * road.widths - jnp.sqrt(jnp.min(dist2, axis=-1))
+    depth = 0.5 * road.widths - jnp.sqrt(_min_last(dist2))
     return jnp.max(jnp.where(road.lane_valid, depth, -jnp.inf), axis=-1)
 
 

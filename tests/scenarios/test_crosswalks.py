@@ -7,6 +7,7 @@ them, and the engine's exactness (float64 all-pairs reference) on these scenario
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from functools import partial
 
@@ -60,7 +61,13 @@ def lit():
 def test_plain_intersection_is_bitwise_unchanged(key):
     signals, size, agents = key
     cfg = FamilyConfig(signals=signals, num_agents=agents, max_agents=size if agents is None else 128)
-    out = _gen(np.uint32(7), np.arange(40, dtype=np.int32), cfg, size)
+    out = _host(_gen(np.uint32(7), np.arange(40, dtype=np.int32), cfg, size))
+    # the digests date from lanes padded to 4 points; straight lanes now carry their 2, and
+    # padding repeats the last point, so padding them back must give the same bytes
+    centers = out.road.centers
+    extra = np.repeat(centers[..., -1:, :], 4 - centers.shape[-2], axis=-2)
+    centers = np.concatenate([centers, extra], axis=-2)
+    out = dataclasses.replace(out, road=dataclasses.replace(out.road, centers=centers))
     h = hashlib.sha256()
     for leaf in jax.tree_util.tree_leaves(out):
         a = np.asarray(leaf)

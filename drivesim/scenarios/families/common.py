@@ -26,7 +26,7 @@ from drivesim.core.signals import NO_SIGNAL
 from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, RoadMap, Scenario, SignalPlan
 
 LANES = 8  # lane slots: the smallest lane class of drivesim.scenarios.batching
-POINTS = 4  # points per lane slot: the smallest point class
+POINTS = 2  # points per lane slot: the smallest point class (straight lanes need no more)
 QUANTUM = 1.0 / 64.0  # [m] arc positions are multiples of this (exact float32 sums)
 PASSED = -1.0e6  # stop_s of agents whose route never meets the conflict zone
 MAX_ACCEL, MIN_ACCEL = 4.0, -9.0  # [m/s^2] the engine's default acceleration limits
@@ -298,9 +298,9 @@ def pad_agents(agents: AgentState, idm: IDMParams, stop_s, valid):
     return padded, idm, jnp.where(valid, stop_s, jnp.inf).astype(F32)
 
 
-def edge_pad(lines):
-    """(L, P, 2) polylines -> (L, POINTS, 2) by repeating each one's last point."""
-    extra = POINTS - lines.shape[1]
+def edge_pad(lines, points: int = POINTS):
+    """(L, P, 2) polylines -> (L, points, 2) by repeating each one's last point."""
+    extra = points - lines.shape[1]
     if extra <= 0:
         return lines
     return jnp.concatenate([lines, jnp.repeat(lines[:, -1:], extra, axis=1)], axis=1)

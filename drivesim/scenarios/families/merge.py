@@ -91,7 +91,7 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
         ],
         axis=1,
     )
-    centers = jnp.where((slots == lanes)[:, None, None], ramp[None], c.edge_pad(straight))
+    centers = jnp.where((slots == lanes)[:, None, None], ramp[None], c.edge_pad(straight, POINTS))
     xy = c.rotate(xy, angle)
     agents = AgentState(
         x=xy[:, 0],
