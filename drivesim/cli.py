@@ -40,19 +40,16 @@ def main() -> None:
 
     Before JAX starts: DEVICES_PER_CORE (4) XLA CPU devices per usable core (faster than one
     device on this engine, see drivesim.parallel.cpu_devices; XLA_FLAGS with a device count
-    wins), and, since campaigns promise the same results whatever the device count, FMA-free
-    CPU programs (see drivesim.parallel.determinism; about 13% slower on CPU). Set
-    DRIVESIM_ALLOW_FMA=1 to trade that guarantee for speed. Compiled programs are cached
+    wins). Campaigns give the same results whatever the device count: executors run a single CPU
+    device as a pair, or, with DRIVESIM_FMA_FREE=1, programs are FMA-free (about 16% slower;
+    see drivesim.parallel.determinism). Compiled programs are cached
     between runs (drivesim.parallel.compile_cache; DRIVESIM_JAX_CACHE=DIR or off).
     """
-    import os
-
     from drivesim.commands.errors import run_app
     from drivesim.parallel import compile_cache, cpu_devices, determinism
 
     cpu_devices.enable()
-    if os.environ.get("DRIVESIM_ALLOW_FMA") != "1":
-        determinism.enable()
+    determinism.configure()  # DRIVESIM_FMA_FREE=1: FMA-free programs
     compile_cache.enable()  # persistent compilation cache (DRIVESIM_JAX_CACHE=off: none)
     run_app(app)  # one line "drivesim: error: ..." and exit 2 (usage) / 1 (failure)
 

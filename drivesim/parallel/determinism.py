@@ -1,20 +1,27 @@
-"""Bitwise-reproducible CPU programs whatever the device count: no fused multiply-add.
+"""Bitwise-reproducible CPU programs whatever the device count.
 
-Why: XLA:CPU always lets LLVM contract a multiply and a dependent add into one FMA
-instruction (``AllowFPOpFusion = Fast``, not configurable) wherever both end up in the same
-kernel. A one-device program (``num_partitions=1``) goes through a different pipeline than a
-multi-device one (the SPMD pipeline inlines calls and runs CSE before the main passes), so XLA
-cuts the kernels differently, other multiply-adds get contracted, and a few results differ in
-their last bits (seen as ``progress_m`` of 1 device vs 2, 3, 8; multi-device programs, whatever
-their backend, chunk or process count, agree with each other).
+Why results could differ: XLA:CPU always lets LLVM contract a multiply and a dependent add
+into one FMA instruction (``AllowFPOpFusion = Fast``, not configurable) wherever both end up in
+the same kernel. A one-device program (``num_partitions=1``) goes through a different pipeline
+than a multi-device one (the SPMD pipeline inlines calls and runs CSE before the main passes),
+so XLA cuts the kernels differently, other multiply-adds get contracted, and a few results
+differ in their last bits (W32, 64 scenarios: 15 bytes of the metrics, 1 device against 2).
+Every multi-device program agrees with every other, whatever its device count (2, 3, 4, 8),
+backend, block of scenarios per device (1 to 32), chunk or process count (BENCHMARKS.md,
+"Determinism without the FMA tax").
 
-Fix: cap XLA's instruction set at AVX (``--xla_cpu_max_isa=AVX``: 256-bit vectors, no FMA3).
-Without contraction the results no longer depend on how XLA fuses the program, so 1 device,
-N devices and the plain jitted engine agree bit for bit. The flag is read once, when JAX
-starts its CPU backend: call :func:`enable` (or put :data:`FLAG` in ``XLA_FLAGS``) before
-anything touches a device. It costs some arithmetic throughput on CPU; GPU programs are not
-affected (and not covered by this guarantee). On non-x86 CPUs (aarch64: FMA is baseline) the
-flag does not remove contraction.
+Two ways to the same guarantee:
+
+* **Paired** (the CLI's default): FMA stays on, and an executor never compiles a one-partition
+  CPU program: a run given one CPU device takes a pair of them (:func:`paired`; the CLI makes 4
+  virtual CPU devices per core, so the pair shares the same cores). Full CPU speed.
+* **FMA-free** (``DRIVESIM_FMA_FREE=1``, or :func:`enable` before JAX starts): cap XLA's
+  instruction set at AVX (``--xla_cpu_max_isa=AVX``: 256-bit vectors, no FMA3). Without
+  contraction the results no longer depend on how XLA fuses the program, so the plain jitted
+  engine on one device agrees as well; about 16% slower at W32. The test suite runs this way.
+
+GPU programs are not covered by this guarantee. On non-x86 CPUs (aarch64: FMA is baseline) the
+ISA cap does not remove contraction; pairing still applies.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from drivesim.parallel import xla_flags
 log = logging.getLogger(__name__)
 
 _NAME = "xla_cpu_max_isa"
+FMA_FREE_ENV = "DRIVESIM_FMA_FREE"
 FLAG = f"--{_NAME}=AVX"
 _FMA_FREE_ISAS = {"SSE4_2", "AVX"}
 
@@ -61,3 +69,28 @@ def enable() -> bool:
 def active() -> bool:
     """Whether ``XLA_FLAGS`` (as this process sees it) makes CPU programs FMA-free."""
     return flags_are_fma_free(os.environ.get("XLA_FLAGS"))
+
+
+def configure() -> bool:
+    """The CLI's choice, before JAX starts: FMA-free programs when ``DRIVESIM_FMA_FREE=1``,
+    else paired ones (nothing to set). Returns whether this process runs FMA-free."""
+    if os.environ.get(FMA_FREE_ENV) == "1":
+        return enable()
+    return active()
+
+
+def paired(devices: list) -> list:
+    """``devices`` for an executor: a single CPU device becomes the first two CPU devices of
+    this process when programs may contract FMAs (not :func:`active`) and a second exists, so
+    every CPU program goes through the multi-device pipeline (see the module docstring)."""
+    if len(devices) != 1 or devices[0].platform != "cpu" or active():
+        return devices
+    import jax
+
+    cpus = [d for d in jax.local_devices() if d.platform == "cpu"]
+    if len(cpus) < 2:
+        log.warning("determinism: one CPU device with FMA on; results may differ from multi-device runs")
+        return devices
+    first = devices[0]
+    second = next(d for d in cpus if d.id != first.id)
+    return [first, second]

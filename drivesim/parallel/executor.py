@@ -6,10 +6,10 @@ asynchronously (donating the consumed batch); ``fetch`` brings the per-scenario 
 this process's real rows back as NumPy; ``aggregate`` reduces them on the devices.
 
 Per-scenario results do not depend on the backend, device count (1 included), chunk size or
-process count (bitwise; tested) in FMA-free CPU programs (drivesim.parallel.determinism:
-``determinism.enable()`` before JAX starts; without it, 1 device may differ from many in the
-last bits). A dispatch that fails with an XLA runtime error drops the failed devices, rebuilds
-the mesh and redoes the batch on the rest (single-process runs).
+process count (bitwise; tested): a single CPU device is run as a pair unless programs are
+FMA-free (drivesim.parallel.determinism). A dispatch that fails with an XLA runtime error
+drops the failed devices, rebuilds the mesh and redoes the batch on the rest (single-process
+runs).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from jax.sharding import PartitionSpec
 
 from drivesim.core.policies import default_policy_params, stack_policies
 from drivesim.core.types import RolloutMetrics, Scenario, SimConfig
-from drivesim.parallel import distributed
+from drivesim.parallel import determinism, distributed
 from drivesim.parallel.backends import BACKENDS, ProgramKey, build_program
 from drivesim.parallel.failover import DispatchInfo, failed_device_ids
 from drivesim.parallel.memory import compiled_bytes
@@ -132,7 +132,7 @@ class Executor:
         self._auto_chunk: dict = {}
         self._programs = EXECUTOR_PROGRAMS  # shared by the process: same program, one compile
         self.compile_seconds = 0.0  # seconds this executor spent in lower().compile()
-        self._use(select_devices(config.devices))
+        self._use(determinism.paired(select_devices(config.devices)))
 
     # ---- devices -------------------------------------------------------------------
     def _use(self, devices: list) -> None:

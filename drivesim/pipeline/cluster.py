@@ -42,7 +42,7 @@ JOIN_CHECK_S = 2.0  # how often the driver looks for nodes that joined (default 
 _PASSED_ENV = (
     "JAX_PLATFORMS",
     "XLA_FLAGS",
-    "DRIVESIM_ALLOW_FMA",
+    "DRIVESIM_FMA_FREE",
     "DRIVESIM_JAX_CACHE",
     "JAX_COMPILATION_CACHE_DIR",
     "DRIVESIM_PIN_WORKERS",

@@ -45,15 +45,14 @@ def pin(index: int) -> int | None:
 
 
 def prepare_jax() -> None:
-    """Before JAX starts in a worker: the CLI's CPU device count and FMA-free programs (so a
-    worker's results are bitwise those of the embedded run; DRIVESIM_ALLOW_FMA=1 opts out).
+    """Before JAX starts in a worker: the CLI's CPU device count and determinism mode (so a
+    worker's results are bitwise those of the embedded run; DRIVESIM_FMA_FREE=1 as in the CLI).
     Flags the driver passed in XLA_FLAGS win. The persistent compilation cache is on as in
     the CLI (DRIVESIM_JAX_CACHE; on a shared path, workers of one shape compile it once)."""
     from drivesim.parallel import compile_cache, cpu_devices, determinism
 
     cpu_devices.enable()
-    if os.environ.get("DRIVESIM_ALLOW_FMA") != "1":
-        determinism.enable()
+    determinism.configure()
     compile_cache.enable()
 
 
