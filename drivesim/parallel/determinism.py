@@ -26,6 +26,7 @@ ISA cap does not remove contraction; pairing still applies.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 
@@ -89,8 +90,16 @@ def paired(devices: list) -> list:
 
     cpus = [d for d in jax.local_devices() if d.platform == "cpu"]
     if len(cpus) < 2:
-        log.warning("determinism: one CPU device with FMA on; results may differ from multi-device runs")
+        _warn_single_device()
         return devices
     first = devices[0]
     second = next(d for d in cpus if d.id != first.id)
     return [first, second]
+
+
+@functools.cache
+def _warn_single_device() -> None:
+    log.warning(
+        "determinism: one CPU device with FMA on, so results may differ in the last bits from "
+        "multi-device runs (force CPU devices in XLA_FLAGS, or call determinism.enable() first)"
+    )
