@@ -84,14 +84,13 @@ def main() -> None:
 
 
 def _write_store(out: Path, count: int, agents: int, steps: int) -> Path:
-    """A store of ``count`` highway scenarios (the synthetic campaign's) in ``out``."""
-    from drivesim.scenarios.sources import SyntheticSource
+    """A store of ``count`` highway scenarios (the synthetic campaign's) in ``out``, generated
+    on the device a block at a time as ``drivesim scenarios generate`` does."""
     from drivesim.scenarios.store import write_store
-    from drivesim.scenarios.synthetic import FamilyConfig
+    from drivesim.scenarios.synthetic import FamilyConfig, generate_positions
 
-    source = SyntheticSource(["highway"], count, 0, config=FamilyConfig(num_agents=agents, steps=steps))
     path = out / "store.parquet"
-    write_store(path, (source.load(p) for p in range(count)))
+    write_store(path, generate_positions(["highway"], count, FamilyConfig(num_agents=agents, steps=steps)))
     return path
 
 
