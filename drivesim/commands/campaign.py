@@ -130,13 +130,14 @@ def register(app: typer.Typer) -> None:
             typer.Option(help="Scenarios per device per dispatch: N or 'auto' (default: the whole batch)."),
         ] = None,
         batch_size: Annotated[
-            int,
+            int | None,
             typer.Option(
-                help="Scenarios per batch (one ledger entry, one Parquet shard).",
+                help="Scenarios per batch (one ledger entry, one Parquet shard). Default: 4096 "
+                "rollouts, i.e. 4096 / policies scenarios, at least 128.",
                 min=BOUNDS["batch_size"][0],
                 max=BOUNDS["batch_size"][1],
             ),
-        ] = 128,
+        ] = None,
         steps: Annotated[
             int,
             typer.Option(
@@ -224,7 +225,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a campaign of scenarios end to end (resumable) and write its results and dashboard."""
         from drivesim.pipeline import sources as src
-        from drivesim.pipeline.config import CampaignConfig, read_config
+        from drivesim.pipeline.config import (
+            MIN_DEFAULT_BATCH,
+            CampaignConfig,
+            default_batch_size,
+            read_config,
+        )
 
         _join_processes(coordinator, num_processes, process_id)
 
@@ -253,7 +259,7 @@ def register(app: typer.Typer) -> None:
                 backend=backend,
                 devices=devices,
                 chunk=_chunk(chunk),
-                batch_size=batch_size,
+                batch_size=batch_size or MIN_DEFAULT_BATCH,
                 num_steps=steps,
                 agents=agents,
                 lane_changes=lane_changes,
@@ -264,6 +270,8 @@ def register(app: typer.Typer) -> None:
                 cluster=cluster,
                 workers=workers,
             )
+            if batch_size is None:
+                config = dataclasses.replace(config, batch_size=default_batch_size(config))
             if target is None:
                 config = dataclasses.replace(config, out=DEMO_OUT if demo else _default_out(config))
         _run(config, live_html)
