@@ -130,14 +130,13 @@ def register(app: typer.Typer) -> None:
             typer.Option(help="Scenarios per device per dispatch: N or 'auto' (default: the whole batch)."),
         ] = None,
         batch_size: Annotated[
-            int | None,
+            int,
             typer.Option(
-                help="Scenarios per batch (one ledger entry, one Parquet shard). Default: 4096 "
-                "rollouts, i.e. 4096 / policies scenarios, at least 128.",
+                help="Scenarios per batch (one ledger entry, one Parquet shard).",
                 min=BOUNDS["batch_size"][0],
                 max=BOUNDS["batch_size"][1],
             ),
-        ] = None,
+        ] = 128,
         steps: Annotated[
             int,
             typer.Option(
@@ -225,12 +224,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a campaign of scenarios end to end (resumable) and write its results and dashboard."""
         from drivesim.pipeline import sources as src
-        from drivesim.pipeline.config import (
-            MIN_DEFAULT_BATCH,
-            CampaignConfig,
-            default_batch_size,
-            read_config,
-        )
+        from drivesim.pipeline.config import CampaignConfig, read_config
 
         _join_processes(coordinator, num_processes, process_id)
 
@@ -259,7 +253,7 @@ def register(app: typer.Typer) -> None:
                 backend=backend,
                 devices=devices,
                 chunk=_chunk(chunk),
-                batch_size=batch_size or MIN_DEFAULT_BATCH,
+                batch_size=batch_size,
                 num_steps=steps,
                 agents=agents,
                 lane_changes=lane_changes,
@@ -270,8 +264,6 @@ def register(app: typer.Typer) -> None:
                 cluster=cluster,
                 workers=workers,
             )
-            if batch_size is None:
-                config = dataclasses.replace(config, batch_size=default_batch_size(config))
             if target is None:
                 config = dataclasses.replace(config, out=DEMO_OUT if demo else _default_out(config))
         _run(config, live_html)

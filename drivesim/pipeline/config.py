@@ -259,24 +259,6 @@ def split_policy(spec: str):
     return policy, args
 
 
-ROLLOUTS_PER_BATCH = 4096  # the CLI's default batch: this many rollouts (scenarios x policies)
-MIN_DEFAULT_BATCH = 128
-
-
-def policy_count(config: CampaignConfig) -> int:
-    """How many ego policies every scenario runs under (sweep variants or checkpoints)."""
-    if config.sweep:
-        return len(read_sweep(config.sweep))
-    return max(1, len(split_policy(config.policy)[1]))
-
-
-def default_batch_size(config: CampaignConfig) -> int:
-    """The CLI's batch size when none is given: ROLLOUTS_PER_BATCH rollouts per batch, so a
-    sweep's dispatch holds as many rollouts as a single policy's, at least MIN_DEFAULT_BATCH
-    scenarios (W32 on 2 CPU cores: 637 scenarios/s at 128, 2,841 at 4,096; BENCHMARKS.md)."""
-    return max(MIN_DEFAULT_BATCH, ROLLOUTS_PER_BATCH // policy_count(config))
-
-
 def policy_spec(config: CampaignConfig) -> PolicySpec:
     """Resolve ``config.policy`` / ``config.sweep`` into parameters for the executor:
     a registered policy's default parameters, one set per ``NAME:ARG`` (read by the policy's
