@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from drivesim.parallel import determinism
 from drivesim.pipeline import sessions
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
@@ -42,7 +43,7 @@ JOIN_CHECK_S = 2.0  # how often the driver looks for nodes that joined (default 
 _PASSED_ENV = (
     "JAX_PLATFORMS",
     "XLA_FLAGS",
-    "DRIVESIM_FMA_FREE",
+    determinism.FMA_FREE_ENV,
     "DRIVESIM_JAX_CACHE",
     "JAX_COMPILATION_CACHE_DIR",
     "DRIVESIM_PIN_WORKERS",

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+from drivesim.parallel import determinism
+
 SCRIPT = textwrap.dedent(
     """
     import json
@@ -47,7 +49,7 @@ SCRIPT = textwrap.dedent(
 def test_single_cpu_device_runs_as_a_pair_and_matches_every_device_count():
     env = dict(os.environ)
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"  # no ISA cap: FMA on
-    env.pop("DRIVESIM_FMA_FREE", None)
+    env.pop(determinism.FMA_FREE_ENV, None)
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600, check=False
     )
