@@ -217,6 +217,15 @@ def cap_speed(speed, idm: IDMParams) -> IDMParams:
     )
 
 
+RUNWAY_SPEED = 40.0  # m/s: roads run this far past their front agent per second of episode
+
+
+def runway(cfg: FamilyConfig) -> float:
+    """Road [m] a generated scenario keeps ahead of its front agent: what an agent drives in
+    ``cfg.steps`` steps of 0.1 s (SimConfig.dt's default) at RUNWAY_SPEED, plus 100 m."""
+    return RUNWAY_SPEED * 0.1 * cfg.steps + 100.0
+
+
 def quantize(s):
     """Arc lengths rounded to multiples of QUANTUM [m]."""
     return jnp.round(s / QUANTUM) * QUANTUM

@@ -1,7 +1,9 @@
 """Straight multi-lane highway (2-5 lanes), one direction, at a random orientation.
 
 Agents: uniform count in [min_agents, max_agents]; speeds 18-32 m/s; queued per lane at
-1.0-1.4 times their IDM equilibrium gap.
+1.0-1.4 times their IDM equilibrium gap. The road is ROAD_LENGTH long, or longer when the
+queues reach further: it runs on beyond the front agent for as far as an agent drives in the
+episode (common.runway; a 128-agent queue on two lanes is 3-5 km long).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from drivesim.scenarios.families import common as c
 NAME = "highway"
 LOG_UNIFORM = False  # agent counts uniform in [min_agents, max_agents]
 POINTS = 2  # points per lane polyline (before padding to common.POINTS)
-ROAD_LENGTH = 3000.0
+ROAD_LENGTH = 3000.0  # m, the shortest road
 
 
 def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
@@ -33,6 +35,8 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     q = c.queue(d, 10, lane_of, valid, length, speed, idm)
     start = c.quantize(100.0 + d.lane(13, 0.0, 20.0))
     along = start[lane_of] + q.offset
+    front = jnp.max(jnp.where(valid, along, 0.0))
+    road_length = jnp.maximum(ROAD_LENGTH, c.quantize(front + c.runway(cfg)))
     offset = lambda lane: (lane - (lanes - 1) / 2.0) * lane_width  # noqa: E731
     lateral = offset(lane_of) + d.normal(11, 0.15)
     xy = c.rotate(jnp.stack([along, lateral], axis=-1), angle)
@@ -40,7 +44,7 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     lines = jnp.stack(
         [
             jnp.stack([jnp.zeros(c.LANES), offset(slots)], -1),
-            jnp.stack([jnp.full(c.LANES, ROAD_LENGTH), offset(slots)], -1),
+            jnp.stack([jnp.full(c.LANES, road_length), offset(slots)], -1),
         ],
         axis=1,
     )

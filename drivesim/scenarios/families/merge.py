@@ -19,12 +19,19 @@ LOG_UNIFORM = True
 POINTS = 4
 
 
-def _ramp(x_merge, road_end, w):
-    """Ramp polyline (4, 2) and its cumulative arc lengths (4,)."""
+RAMP_MARGIN = 10.0  # m of mapped ramp behind the last ramp agent's rear
+
+
+def _ramp(x_merge, road_end, w, extra=0.0):
+    """Ramp polyline (4, 2) and its cumulative arc lengths (4,); ``extra`` [m] lengthens its
+    first segment backwards (0: the 1 km ramp, bit for bit)."""
+    start = jnp.stack([x_merge - 1000.0, jnp.asarray(-60.0, c.F32)])
+    bend = jnp.stack([x_merge - 110.0, -1.3 * w])
+    back = (start - bend) / jnp.sqrt(jnp.sum(jnp.square(start - bend)))
     ramp = jnp.stack(
         [
-            jnp.stack([x_merge - 1000.0, jnp.asarray(-60.0, c.F32)]),
-            jnp.stack([x_merge - 110.0, -1.3 * w]),
+            start + back * extra,
+            bend,
             jnp.stack([x_merge, jnp.zeros((), c.F32)]),
             jnp.stack([road_end, jnp.zeros((), c.F32)]),
         ]
@@ -63,17 +70,24 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     along = c.quantize(d.lane(12, 0.0, 20.0))[lane_of] + q_main.offset
     front = jnp.max(jnp.where(main, along, -jnp.inf))
     x_merge = 0.5 * front + d.s(5, 40.0, 140.0)
-    road_end = front + 800.0
-    ramp, cum = _ramp(x_merge, road_end, w)
-    stop_x = x_merge - 60.0
-    s_stop = cum[1] + (stop_x - ramp[1, 0]) / (ramp[2, 0] - ramp[1, 0]) * (cum[2] - cum[1])
+    road_end = front + max(800.0, c.runway(cfg))
     # ramp queue: its head stops comfortably before the stop line (a standing leader)
     q_ramp = c.queue(d, 13, jnp.zeros(size, jnp.int32), on_ramp, length, speed, idm)
     stop_gap = c.equilibrium_gap(speed, jnp.zeros(size), idm) * d.u(14, 1.0, 1.4)
     ramp_group = jnp.zeros(size, jnp.int32)
     head_gap = q_ramp.of_head(ramp_group, jnp.maximum(stop_gap, d.u(15, 30.0, 90.0)))
     head_len = q_ramp.of_head(ramp_group, length)
-    ramp_s = s_stop - head_gap - 0.5 * head_len + q_ramp.from_head(ramp_group)
+
+    def placed(extra):
+        ramp, cum = _ramp(x_merge, road_end, w, extra)
+        stop_x = x_merge - 60.0
+        s_stop = cum[1] + (stop_x - ramp[1, 0]) / (ramp[2, 0] - ramp[1, 0]) * (cum[2] - cum[1])
+        return ramp, cum, s_stop, s_stop - head_gap - 0.5 * head_len + q_ramp.from_head(ramp_group)
+
+    # a long ramp queue gets a longer ramp: its tail starts on the mapped ramp
+    _, _, _, ramp_s = placed(0.0)
+    tail = jnp.min(jnp.where(on_ramp, ramp_s - 0.5 * length, jnp.inf))
+    ramp, cum, s_stop, ramp_s = placed(jnp.maximum(0.0, RAMP_MARGIN - tail))
     ramp_xy, ramp_heading = _along(ramp, cum, ramp_s)
     main_xy = jnp.stack([along, lane_of * w + d.normal(16, 0.1)], axis=-1)
     xy = jnp.where(main[:, None], main_xy, ramp_xy)
