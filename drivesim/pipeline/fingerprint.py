@@ -2,7 +2,8 @@
 
 At the first start the ledger's ``meta`` gets ``inputs`` (one fingerprint per input: a
 scenario store or CommonRoad file's size, mtime and content hash; a synthetic spec, or any
-kind that reads no files, with its seed and count; the policy and sweep files' hashes),
+kind that reads no files, with its seed and count (and a synthetic spec with the generator's
+version, families.GENERATOR_VERSION); the policy and sweep files' hashes),
 ``identity`` (the result-deciding config fields) and ``config_sha256`` (the hash of
 ``campaign.toml``). Every later start recomputes them and refuses to go on when an input's
 content changed (naming the input) or ``campaign.toml`` was edited (naming the field), so a
@@ -19,6 +20,7 @@ import stat
 
 from drivesim.pipeline.config import CONFIG_NAME, IDENTITY_FIELDS, CampaignConfig
 from drivesim.pipeline.ledger import Ledger
+from drivesim.scenarios.families import GENERATOR_VERSION
 from drivesim.scenarios.registry import parse_spec, source_inputs
 
 FULL_HASH_BYTES = 64 * 2**20  # files up to this size are hashed whole
@@ -81,8 +83,10 @@ def input_fingerprints(config: CampaignConfig, known: dict | None = None) -> dic
     for spec in config.sources:
         parsed = parse_spec(spec)
         inputs = source_inputs(parsed)
-        if not inputs:  # generated: its inputs are the campaign's numbers
+        if not inputs:  # generated: its inputs are the campaign's numbers (and the generator)
             out[f"source {spec}"] = {"seed": config.seed, "count": config.count, "agents": config.agents}
+            if parsed.kind == "synthetic":
+                out[f"source {spec}"]["generator"] = GENERATOR_VERSION
         for path, pattern in inputs:
             out |= _file_prints(f"source {parsed.kind}:{path}", pathlib.Path(path), pattern, known)
     if config.policy.startswith("mlp:"):
@@ -100,11 +104,17 @@ def _changes(before: dict, now: dict) -> list[str]:
         if a is None or b is None:
             lines.append(f"{key} {'appeared' if a is None else 'disappeared'}")
         elif a.get("sha256", a) != b.get("sha256", b) or a.get("size") != b.get("size"):
-            what = "content changed" if "sha256" in a else f"{a} -> {b}"
+            what = "content changed" if "sha256" in a else _fields_changed(a, b)
             if a.get("size") != b.get("size"):
                 what += f" (size {a.get('size')} -> {b.get('size')} bytes)"
             lines.append(f"{key}: {what}")
     return lines
+
+
+def _fields_changed(before: dict, now: dict) -> str:
+    """'seed 0 -> 1, generator 1 -> 2': the fields of a generated input that differ."""
+    keys = [k for k in (*before, *(k for k in now if k not in before)) if before.get(k) != now.get(k)]
+    return ", ".join(f"{k} {before.get(k)!r} -> {now.get(k)!r}" for k in keys)
 
 
 def config_sha256(directory) -> str | None:

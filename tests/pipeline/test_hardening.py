@@ -117,6 +117,21 @@ def test_changed_store_refuses_resume(tmp_path):
         run_campaign(config)
 
 
+def test_campaign_of_an_older_generator_refuses_resume(copy):
+    """A synthetic campaign started by another version of the generators is not resumed (its
+    scenarios may differ for the same ids)."""
+    import json
+
+    from drivesim.pipeline.ledger import Ledger
+
+    with Ledger(copy) as ledger:
+        inputs = json.loads(ledger.meta()["inputs"])
+        (key,) = [k for k in inputs if k.startswith("source synthetic:")]
+        ledger.set_meta(inputs=json.dumps({key: {**inputs[key], "generator": 1}}))
+    with pytest.raises(InputChangedError, match=r"source synthetic:highway: generator 1 -> 2;"):
+        _rerun(copy)
+
+
 def test_edited_campaign_toml_refuses_resume(copy):
     toml = copy / "campaign.toml"
     toml.write_text(toml.read_text().replace("num_steps = 10", "num_steps = 40"))

@@ -25,9 +25,14 @@ from drivesim.scenarios.families import common, highway, intersection, merge, tu
 from drivesim.scenarios.families.common import FamilyConfig
 
 FAMILIES = {m.NAME: m for m in (highway, merge, intersection, turns)}
+# Raised whenever a family's scenarios change for some (seed, id): a campaign's fingerprint
+# records it, so a resume never mixes two generators' scenarios. 2: long highway and merge
+# queues get a road long enough for them (2026-11-24).
+GENERATOR_VERSION = 2
 
 __all__ = [
     "FAMILIES",
+    "GENERATOR_VERSION",
     "FamilyConfig",
     "agent_counts",
     "build",
