@@ -143,22 +143,30 @@ def hard_braking_share(tr, threshold: float = -4.0) -> float:
     return float(np.sum(valid & (tr.accel0 < threshold)) / max(1, np.sum(valid)))
 
 
+def outside_lanes(x, y, centers: np.ndarray, widths: np.ndarray, lane_valid: np.ndarray) -> np.ndarray:
+    """(...) bool: centres (x, y) (...) of one scenario outside every valid lane corridor
+    (segments clipped at the lane ends), in float64. centers (L, P, 2), widths (L,),
+    lane_valid (L,)."""
+    p = np.stack([x, y], -1).astype(np.float64)[..., None, None, :]  # (..., 1, 1, 2)
+    a = centers[:, :-1].astype(np.float64)
+    seg = centers[:, 1:].astype(np.float64) - a
+    length = np.linalg.norm(seg, axis=-1)
+    u = seg / np.maximum(length, 1e-9)[..., None]
+    rel = p - a
+    along = np.clip(np.sum(rel * u, -1), 0.0, length)
+    dist = np.linalg.norm(rel - along[..., None] * u, axis=-1)
+    dist = np.where(length > 1e-6, dist, np.inf).min(-1)  # (..., L)
+    inside = (dist <= 0.5 * widths) & lane_valid
+    return ~inside.any(-1)
+
+
 def offroad_agent_steps(tr, centers: np.ndarray, widths: np.ndarray, lane_valid: np.ndarray) -> int:
     """Active agent-steps of simulated (not replayed) valid agents whose centre lies outside
     every lane corridor (segments clipped at the lane ends): off the mapped road. Inputs of
     one batch: centers (B, L, P, 2), widths (B, L), lane_valid (B, L)."""
     total = 0
     for b in range(tr.x.shape[0]):
-        p = np.stack([tr.x[b], tr.y[b]], -1).astype(np.float64)[:, :, None, None, :]  # (T, N, 1, 1, 2)
-        a = centers[b][:, :-1].astype(np.float64)
-        seg = centers[b][:, 1:].astype(np.float64) - a
-        length = np.linalg.norm(seg, axis=-1)
-        u = seg / np.maximum(length, 1e-9)[..., None]
-        rel = p - a
-        along = np.clip(np.sum(rel * u, -1), 0.0, length)
-        dist = np.linalg.norm(rel - along[..., None] * u, axis=-1)
-        dist = np.where(length > 1e-6, dist, np.inf).min(-1)  # (T, N, L)
-        inside = (dist <= 0.5 * widths[b]) & lane_valid[b]
-        off = tr.valid[b] & ~inside.any(-1) & ~tr.replay[b][None] & tr.active[b][:, None]
+        outside = outside_lanes(tr.x[b], tr.y[b], centers[b], widths[b], lane_valid[b])  # (T, N)
+        off = tr.valid[b] & outside & ~tr.replay[b][None] & tr.active[b][:, None]
         total += int(np.sum(off))
     return total

@@ -84,9 +84,9 @@ def input_fingerprints(config: CampaignConfig, known: dict | None = None) -> dic
         parsed = parse_spec(spec)
         inputs = source_inputs(parsed)
         if not inputs:  # generated: its inputs are the campaign's numbers (and the generator)
-            out[f"source {spec}"] = {"seed": config.seed, "count": config.count, "agents": config.agents}
-            if parsed.kind == "synthetic":
-                out[f"source {spec}"]["generator"] = GENERATOR_VERSION
+            numbers = {"seed": config.seed, "count": config.count, "agents": config.agents}
+            version = {"generator": GENERATOR_VERSION} if parsed.kind == "synthetic" else {}
+            out[f"source {spec}"] = numbers | version
         for path, pattern in inputs:
             out |= _file_prints(f"source {parsed.kind}:{path}", pathlib.Path(path), pattern, known)
     if config.policy.startswith("mlp:"):
@@ -113,7 +113,7 @@ def _changes(before: dict, now: dict) -> list[str]:
 
 def _fields_changed(before: dict, now: dict) -> str:
     """'seed 0 -> 1, generator 1 -> 2': the fields of a generated input that differ."""
-    keys = [k for k in (*before, *(k for k in now if k not in before)) if before.get(k) != now.get(k)]
+    keys = [k for k in dict.fromkeys([*before, *now]) if before.get(k) != now.get(k)]
     return ", ".join(f"{k} {before.get(k)!r} -> {now.get(k)!r}" for k in keys)
 
 
