@@ -433,10 +433,10 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
     many devices the batch is sharded over (sizes the cache blocks, see core.blocking).
 
     With ``config.neighbours == "window"`` the scenarios whose window search was not proven
-    exact (``window_overflow``) are simulated again with the all-pairs search (see
-    core.fallback.exact_fallback). A batch of one is run as a batch of two (the scenario and a
-    copy), so its result is bit-identical to the same scenario in a larger batch (XLA
-    compiles a vmap of size 1 differently)."""
+    exact (``window_overflow``) are simulated again with the all-pairs search, each device's
+    rows by that device (core.fallback.exact_fallback). A batch of one is run as a batch of
+    two (the scenario and a copy), so its result is bit-identical to the same scenario in a
+    larger batch (XLA compiles a vmap of size 1 differently)."""
     batch = scenarios.valid.shape[0]
     if batch == 1:
         twice = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), scenarios)
@@ -449,7 +449,7 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
     if config.neighbours != "window":
         return fast
     exact_config = all_pairs_config(config)
-    return exact_fallback(fast, scenarios, jax.vmap(lambda one: rollout(one, policy, exact_config)))
+    return exact_fallback(fast, scenarios, jax.vmap(lambda one: rollout(one, policy, exact_config)), devices)
 
 
 simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))

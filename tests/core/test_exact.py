@@ -87,3 +87,24 @@ def test_idm_desired_gap_is_clamped_at_s0():
     expected = p.a * (1.0 - (v / p.v0) ** p.delta - (p.s0 / gap) ** 2)
     got = float(idm_acceleration(np.float32(v), np.float32(gap), np.float32(dv), p))
     assert got == pytest.approx(expected, rel=1e-5) and got > 0
+
+
+def test_fallback_chunk_does_not_change_results(monkeypatch):
+    from drivesim.core import fallback
+    from drivesim.core.rollout import rollout_batch
+
+    assert (fallback.chunk_size(4096, "cpu"), fallback.chunk_size(4096, "gpu")) == (8, 64)
+    assert (fallback.chunk_size(5, "gpu"), fallback.chunk_size(1, "cpu")) == (5, 2)
+    cfg = FamilyConfig(num_agents=16, steps=20)
+    families = ("merge", "highway", "merge", "merge", "highway", "merge")
+    batch = pad_and_stack([generate(f, i, cfg).scenario for i, f in enumerate(families)], num_agents=16)
+    config = SimConfig(num_steps=20)
+    runs = []
+    for chunk in (2, 64):
+        monkeypatch.setattr(fallback, "CHUNK", {"cpu": chunk})
+        run = jax.jit(lambda b, p: rollout_batch(b, p, config))  # a fresh trace per chunk
+        runs.append(jax.device_get(run(batch, idm_policy())))
+    small, large = runs
+    assert int(np.sum(small.window_overflow)) >= 3, "several chunks of 2 must run"
+    for name in ("progress_m", "min_ttc_s", "max_jerk", "collision_step", "window_overflow"):
+        assert np.asarray(getattr(small, name)).tobytes() == np.asarray(getattr(large, name)).tobytes(), name
