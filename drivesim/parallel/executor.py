@@ -331,8 +331,10 @@ class Executor:
 def choose_chunk(executor: Executor, row: Scenario, per_device: int) -> int:
     """Largest chunk c <= per_device whose compiled per-device memory fits the budget.
 
-    Memory grows about linearly in c: measure c = 1 and 2, solve for the budget, then check
-    the candidate by compiling it and shrink by 10% steps until it fits."""
+    Memory grows about linearly in c from c = 2: measure c = 2 and 4, solve for the budget,
+    then check the candidate by compiling it and shrink by 10% steps until it fits. (c = 1
+    is off the line: its exact fallback still simulates 2 scenarios, so it can need more
+    memory than c = 2; it is the answer only when c = 2 does not fit.)"""
     budget = executor.memory_budget()
     d = executor.num_devices
 
@@ -340,15 +342,19 @@ def choose_chunk(executor: Executor, row: Scenario, per_device: int) -> int:
         like = jax.tree_util.tree_map(lambda a: np.broadcast_to(a, (d * c, *a.shape[1:])), row)
         return executor.compiled_memory_bytes(like)
 
-    m1 = mem(1)
-    if per_device == 1 or m1 > budget:
+    if per_device == 1:
+        return 1
+    m2 = mem(2)
+    if m2 > budget:
+        m1 = mem(1)
         if m1 > budget:
             log.warning("chunk=auto: one scenario per device needs %d bytes > budget %d", m1, budget)
         return 1
-    slope = max(mem(2) - m1, 1)
-    c = int(min(per_device, max(1, 1 + (budget - m1) // slope)))
-    while c > 1 and mem(c) > budget:
-        c = max(1, int(c * 0.9))
+    top = min(per_device, 4)
+    slope = max((mem(top) - m2) // (top - 2), 1) if top > 2 else 1
+    c = int(min(per_device, 2 + (budget - m2) // slope))
+    while c > 2 and mem(c) > budget:
+        c = max(2, int(c * 0.9))
     return c
 
 

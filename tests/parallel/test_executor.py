@@ -122,10 +122,9 @@ def test_device_failure_propagates_after_retries(batch, sim):
 
 def test_auto_chunk_fits_budget_and_keeps_results(batch, sim, reference, assert_bitwise):
     probe = Executor(ExecutorConfig(devices=2), sim)
-    like = slice_rows(batch, 0, 2)
-    one, two = probe.compiled_memory_bytes(like), probe.compiled_memory_bytes(slice_rows(batch, 0, 4))
-    assert 0 < one < two
-    budget = one + (two - one) * 2  # room for about 3 scenarios per device, not all 7
+    two, four = (probe.compiled_memory_bytes(slice_rows(batch, 0, 2 * c)) for c in (2, 4))
+    assert 0 < two < four
+    budget = two + (four - two) // 2  # room for about 3 scenarios per device, not all 7
     ex = Executor(ExecutorConfig(devices=2, chunk="auto", memory_budget_bytes=budget), sim)
     assert ex.memory_budget() == budget
     dbatch = ex.put(batch)

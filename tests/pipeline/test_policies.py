@@ -108,8 +108,8 @@ def test_chunk_auto_chooses_a_chunk(tmp_path):
     auto = DeviceRunner(small_config(tmp_path, chunk="auto"), sim, spec)
     assert auto.executor.config.chunk == "auto"
     ex = auto.executor
-    one_row = ex.compiled_memory_bytes(_rows_of(batch, ex.num_devices))
-    ex.config = dataclasses.replace(ex.config, memory_budget_bytes=one_row)  # room for 1 per device
+    two_rows = ex.compiled_memory_bytes(_rows_of(batch, 2 * ex.num_devices))
+    ex.config = dataclasses.replace(ex.config, memory_budget_bytes=two_rows - 1)  # less than 2 per device
     dbatch = auto.put(batch)
     assert dbatch.layout.chunk == 1 and dbatch.layout.n_chunks == 16 // ex.num_devices
     got, want = auto.fetch(auto.run(dbatch), 16), whole.fetch(whole.run(whole.put(batch)), 16)
