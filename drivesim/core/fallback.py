@@ -24,14 +24,14 @@ def all_pairs_config(config: SimConfig) -> SimConfig:
 # (merge); BENCHMARKS.md "Fallback chunks". On an accelerator the chunk stays 64 (its kernels
 # are latency-bound at these sizes, so fewer, larger chunks; not yet measured against 8).
 # Results do not depend on the chunk (per-scenario results are batch-size independent).
-CHUNK = {"cpu": 8}
+CPU_CHUNK = 8
 ACCELERATOR_CHUNK = 64
 
 
 def chunk_size(batch: int, platform: str | None = None) -> int:
     """Scenarios per fallback chunk for a batch of ``batch`` on ``platform`` (None: JAX's
     default backend), at least 2 (XLA compiles a vmap of one differently)."""
-    size = CHUNK.get(platform or jax.default_backend(), ACCELERATOR_CHUNK)
+    size = CPU_CHUNK if (platform or jax.default_backend()) == "cpu" else ACCELERATOR_CHUNK
     return max(2, min(size, batch))
 
 

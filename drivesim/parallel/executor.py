@@ -350,8 +350,10 @@ def choose_chunk(executor: Executor, row: Scenario, per_device: int) -> int:
         if m1 > budget:
             log.warning("chunk=auto: one scenario per device needs %d bytes > budget %d", m1, budget)
         return 1
+    if per_device == 2:
+        return 2
     top = min(per_device, 4)
-    slope = max((mem(top) - m2) // (top - 2), 1) if top > 2 else 1
+    slope = max((mem(top) - m2) // (top - 2), 1)
     c = int(min(per_device, 2 + (budget - m2) // slope))
     while c > 2 and mem(c) > budget:
         c = max(2, int(c * 0.9))

@@ -101,7 +101,7 @@ def test_fallback_chunk_does_not_change_results(monkeypatch):
     config = SimConfig(num_steps=20)
     runs = []
     for chunk in (2, 64):
-        monkeypatch.setattr(fallback, "CHUNK", {"cpu": chunk})
+        monkeypatch.setattr(fallback, "CPU_CHUNK", chunk)
         run = jax.jit(lambda b, p: rollout_batch(b, p, config))  # a fresh trace per chunk
         runs.append(jax.device_get(run(batch, idm_policy())))
     small, large = runs
