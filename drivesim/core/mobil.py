@@ -8,19 +8,19 @@ car-following models", TRR 1999): agent c changes to the adjacent lane L' when
 
 with n / o the new / old follower, tildes the IDM accelerations after the change and p the
 politeness (:func:`mobil_rule`). Accelerations are the IDM's (core.behavior) against vehicle
-leaders, evaluated on one all-pairs snapshot in each lane's own frame every
-``LaneChangeConfig.decide_every`` steps (:func:`decide`: O(N^2) on those steps only, exact
-neighbours; no per-step gathers). The lane change itself: the agent's pure-pursuit target is
-offset from the target lane's centre line by the quintic (minimum-jerk) profile
-d0 (1 - 10u^3 + 15u^4 - 6u^5), u = age / duration (:func:`path_offset`), so it moves across
-over ``duration_s`` from where it was (d0: its offset from the target lane at the start). Its
-route (the lane whose leaders it follows and whose corridor the certificate checks) stays the
-old lane until its centre lies inside the target lane (checked on decision steps), then
-becomes the target lane: it keeps braking for its old leader while it is still in front of it,
-and every follower sees it by the leader rule (centre inside the follower's lane). Every lane
-of the road is one sorted group in this mode (core.exact.route_groups), so the window search
-covers the neighbouring lanes; the certificate proves agents without a leader clear with
-:func:`front_clear`.
+leaders, evaluated on one snapshot in each lane's own frame every
+``LaneChangeConfig.decide_every`` steps (:func:`decide`): each lane's members sorted along it
+give every agent's exact neighbours in every lane (core.lane_order, O(L N log N)). The lane
+change itself: the agent's pure-pursuit target is offset from the target lane's centre line by
+the quintic (minimum-jerk) profile d0 (1 - 10u^3 + 15u^4 - 6u^5), u = age / duration
+(:func:`path_offset`), so it moves across over ``duration_s`` from where it was (d0: its
+offset from the target lane at the start). Its route (the lane whose leaders it follows and
+whose corridor the certificate checks) stays the old lane until its centre lies inside the
+target lane (checked on decision steps), then becomes the target lane: it keeps braking for
+its old leader while it is still in front of it, and every follower sees it by the leader rule
+(centre inside the follower's lane). Every lane of the road is one sorted group in this mode
+(core.exact.route_groups), so the window search covers the neighbouring lanes; the certificate
+proves agents without a leader clear with :func:`front_clear`.
 
 Per-agent rows (``SortedAgents.lane``): LANE_ROWS. Every function works on one scenario.
 """
@@ -30,6 +30,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from drivesim.core.behavior import follow_acceleration
+from drivesim.core.lane_order import LaneNeighbours, every_lane, in_lane, rows_of
 from drivesim.core.road import RouteSegments, lane_segments
 from drivesim.core.types import (
     Array,
@@ -173,50 +174,6 @@ def _idm_cols(picked: Array) -> IDMParams:
     return IDMParams(**{k: _col(picked, k) for k in ("v0", "T", "s0", "a", "b", "delta")})
 
 
-@pytree_dataclass
-class LaneNeighbours:
-    """Each agent's nearest agents ahead and behind in one lane per agent: lead / follow
-    one-hot (N, N) float32 (rows of zeros: none); lead_ds / follow_ds (N,) their along-lane
-    distance [m] (+inf / -inf: none); has_follow (N,) bool; offset (N,) the agent's own
-    lateral offset from that lane [m]."""
-
-    lead: Array
-    lead_ds: Array
-    follow: Array
-    follow_ds: Array
-    has_follow: Array
-    offset: Array
-
-
-def lane_neighbours(lane_of: Array, along: Array, lateral: Array, a, fr: LaneFrames, claims: Array):
-    """:class:`LaneNeighbours` of each agent i in lane ``lane_of`` (N, L) one-hot (rows of
-    zeros: none): agents whose centre lies inside that lane's corridor or who are changing
-    into it (``claims`` (N, L) one-hot of each agent's target lane while it changes, so two
-    agents do not move into the same gap), nearest ahead (along > 0) and behind (along <= 0);
-    along / lateral (L, N) from :func:`_in_frames`; a: SortedAgents."""
-    n = a.x.shape[0]
-    eye = jnp.eye(n, dtype=bool)
-    ds_j = _mm(lane_of, along)  # (N, N): agent j's along-coordinate in i's lane frame
-    lat_j = _mm(lane_of, lateral)
-    half = 0.5 * (_mm(lane_of, fr.width))
-    ds = ds_j - jnp.sum(jnp.where(eye, ds_j, 0.0), axis=1)[:, None]
-    claimed = _mm(lane_of, claims.T) > 0.5
-    inside = ((jnp.abs(lat_j) < half[:, None]) | claimed) & a.valid[None, :] & ~eye
-    inside = inside & (jnp.sum(lane_of, axis=1) > 0.5)[:, None]
-    ahead, behind = inside & (ds > 0.0), inside & (ds <= 0.0)
-    index = jnp.arange(n)[None, :]
-    lead = (index == jnp.argmin(jnp.where(ahead, ds, jnp.inf), axis=1)[:, None]) & ahead
-    follow = (index == jnp.argmax(jnp.where(behind, ds, -jnp.inf), axis=1)[:, None]) & behind
-    return LaneNeighbours(
-        lead=lead.astype(jnp.float32),
-        lead_ds=jnp.min(jnp.where(ahead, ds, jnp.inf), axis=1),
-        follow=follow.astype(jnp.float32),
-        follow_ds=jnp.max(jnp.where(behind, ds, -jnp.inf), axis=1),
-        has_follow=jnp.any(behind, axis=1),
-        offset=jnp.sum(jnp.where(eye, lat_j, 0.0), axis=1),
-    )
-
-
 def _gaps(a, nb: LaneNeighbours, lead: Array, follow: Array) -> tuple[Array, Array]:
     """Bumper-to-bumper gaps (N,) to the lead and from the follower (+inf: none); lead /
     follow: their picked TABLE rows (N, TABLE)."""
@@ -225,15 +182,15 @@ def _gaps(a, nb: LaneNeighbours, lead: Array, follow: Array) -> tuple[Array, Arr
     return lead_gap, follow_gap
 
 
-def side_incentive(a, lane: Array, target: Array, table: Array, old: tuple, frames_xy, claims: Array):
+def side_incentive(a, lane: Array, target: Array, table: Array, old: tuple, lanes: LaneNeighbours):
     """MOBIL towards the lane ``target`` (N, L) one-hot: (change allowed (N,) bool,
     incentive (N,), the agent's offset from the target lane (N,)).
 
     table: :func:`_table`; old: (a_o, ã_o) of the old follower (N,) each (0 without one);
-    frames_xy: (along, lateral, frames); claims: see :func:`lane_neighbours`."""
-    along, lateral, fr = frames_xy
-    new = lane_neighbours(target, along, lateral, a, fr, claims)
-    lead, follow = _mm(new.lead, table), _mm(new.follow, table)
+    lanes: every agent's neighbours in every lane (core.lane_order.every_lane)."""
+    possible = jnp.sum(target, axis=1) > 0.5
+    new = in_lane(lanes, jnp.argmax(target, axis=1), possible)
+    lead, follow = rows_of(table, new.lead), rows_of(table, new.follow)
     lead_gap, follow_gap = _gaps(a, new, lead, follow)
     v = a.speed
     acc_c_new = follow_acceleration(v, lead_gap, _col(lead, "speed"), a.idm)
@@ -252,7 +209,6 @@ def side_incentive(a, lane: Array, target: Array, table: Array, old: tuple, fram
         lane_row(lane, "threshold"),
     )
     fits = (lead_gap > 0.0) & (follow_gap > 0.0)
-    possible = jnp.sum(target, axis=1) > 0.5
     return change & fits & possible, incentive, new.offset
 
 
@@ -271,12 +227,13 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     changing = lane_row(lane, "shift") != 0.0
     claims = (lane_row(lane, "target")[:, None] == jnp.arange(num_lanes)[None, :]) & changing[:, None]
     claims = claims.astype(jnp.float32)
-    current = lane_neighbours(own, along, lateral, a, fr, claims)
-    cur_lead = _mm(current.lead, _table(a, a.speed))  # the accel column is unused here
+    lanes = every_lane(along, lateral, fr.width, a.valid, claims)
+    current = in_lane(lanes, a.route, jnp.sum(own, axis=1) > 0.5)
+    cur_lead = rows_of(_table(a, a.speed), current.lead)  # the accel column is unused here
     cur_gap = current.lead_ds - 0.5 * (a.length + _col(cur_lead, "length"))
     acc_now = follow_acceleration(a.speed, cur_gap, _col(cur_lead, "speed"), a.idm)
     table = _table(a, acc_now)
-    cur_follow = _mm(current.follow, table)
+    cur_follow = rows_of(table, current.follow)
     _lead_gap, o_gap = _gaps(a, current, cur_lead, cur_follow)
     o_gap_new = o_gap + a.length + cur_gap  # behind c's leader once c has gone (+inf stays)
     has_o = current.has_follow
@@ -291,7 +248,7 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     for adj in (left, right):
         target = _mm(own, adj)
         old = (acc_o, acc_o_new)
-        ok, incentive, offset = side_incentive(a, lane, target, table, old, (along, lateral, fr), claims)
+        ok, incentive, offset = side_incentive(a, lane, target, table, old, lanes)
         sides.append((ok & ready, incentive, offset, jnp.argmax(target, axis=1)))
     (ok_l, inc_l, off_l, to_l), (ok_r, inc_r, off_r, to_r) = sides
     go_left = ok_l & (~ok_r | (inc_l >= inc_r))
