@@ -1,24 +1,25 @@
-"""Nearest agents ahead and behind in every lane, from one sort per lane: O(L N log N).
+"""Nearest agents ahead and behind in every lane, for every agent, by counting.
 
 MOBIL (core.mobil) asks, for each agent i and a lane l (its own or a neighbour), which
 member of lane l is nearest ahead of i and which nearest behind, measured along l's frame.
 Members of l: present agents whose centre lies inside l's corridor or who are changing into
-l. The answer for every (l, i) pair comes from the members sorted along each lane:
+l. The rules, those of the float64 reference (tests/core/mobil_reference):
 
-- ahead: the first member whose along coordinate is greater than i's (ties: lowest index);
-- behind: among members at or behind i's coordinate, other than i, the largest coordinate
-  (ties: lowest index).
+- ahead: the member with the smallest coordinate greater than i's (ties: lowest index);
+- behind: among members at or behind i's coordinate, other than i, the one with the largest
+  coordinate (ties: lowest index).
 
-These are the rules of the all-pairs search they replace (an argmin of the distance over
-every pair, first index on ties) and of the float64 reference (tests/core/mobil_reference),
-on the sorted coordinates instead of the rounded differences: where two members' distances
-to i round to the same float32, the all-pairs search took the lower index and this takes
-the nearer one. Every function works on one scenario.
+Each member's place in its lane's order by (coordinate, index) is a count of the members
+before it, and the answer for agent i is the member at the place of the count of members at
+or behind i: integer compare-and-count passes over the L N^2 (lane, agent, member) triples,
+which XLA:CPU runs as fused loops (a sort per lane, or an argmin per pair, cost 2-6x more;
+BENCHMARKS.md "Lane changes (MOBIL)"). Members are ordered by their coordinates, where the
+all-pairs search this replaced compared rounded float32 distances: the two differ only where
+two members' distances to i round to the same float32. Every function works on one scenario.
 """
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from drivesim.core.types import Array, pytree_dataclass
@@ -44,25 +45,30 @@ def every_lane(along: Array, lateral: Array, width: Array, valid: Array, claims:
 
     along / lateral (L, N): agents' coordinates in each lane's frame; width (L,) [m];
     valid (N,) bool; claims (N, L): 1 where an agent is changing into the lane."""
-    num_lanes, n = along.shape
-    finite = jnp.isfinite(along) & jnp.isfinite(lateral)
+    n = along.shape[1]
+    finite = jnp.isfinite(along)
     member = ((jnp.abs(lateral) < 0.5 * width[:, None]) | (claims.T > 0.5)) & valid[None, :] & finite
-    key = jnp.where(member, along, jnp.inf)
-    index = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (num_lanes, n))
-    _k, up = jax.lax.sort((key, index), dimension=1, num_keys=2)  # ties: lowest index first
-    _k, down = jax.lax.sort((key, -index), dimension=1, num_keys=2)  # ties: lowest index last
-    down = -down
-    count = jnp.sum(member, axis=1)[:, None]  # (L, 1)
-    # members at or behind each agent's coordinate: the position of its first member ahead
-    at_or_behind = jnp.sum(member[:, None, :] & (along[:, None, :] <= along[:, :, None]), axis=2)
-    at_or_behind = jnp.where(finite, at_or_behind, count)  # an agent off every frame has none
+    index = jnp.arange(n, dtype=jnp.int32)
+    key, query, is_member = along[:, None, :], along[:, :, None], member[:, None, :]  # [l, i, j]
+    count = lambda hit: jnp.sum(hit.astype(jnp.int32), axis=2)  # noqa: E731  (int sums: fast on XLA:CPU)
+    # each member's place in its lane's order by (coordinate, index) and by (coordinate, -index)
+    lower = index[None, None, :] < index[None, :, None]  # [., i, j]: j < i
+    higher = index[None, None, :] > index[None, :, None]
+    up = count(is_member & ((key < query) | ((key == query) & lower)))
+    down = count(is_member & ((key < query) | ((key == query) & higher)))
+    # the member at each place (row r: the member whose place is r)
+    place = index[None, :, None]  # [., r, j]
+    at_up = jnp.sum(jnp.where(member[:, None, :] & (up[:, None, :] == place), index, 0), axis=2)
+    at_down = jnp.sum(jnp.where(member[:, None, :] & (down[:, None, :] == place), index, 0), axis=2)
+    members = jnp.sum(member.astype(jnp.int32), axis=1)[:, None]
+    behind = jnp.where(finite, count(is_member & (key <= query)), members)  # members at or behind i
     pick = lambda order, pos: jnp.take_along_axis(order, jnp.clip(pos, 0, n - 1), axis=1)  # noqa: E731
-    has_lead = at_or_behind < count
-    lead = jnp.where(has_lead, pick(up, at_or_behind), n)
-    last = pick(down, at_or_behind - 1)
-    follow_pos = at_or_behind - 1 - (last == index[0][None, :]).astype(jnp.int32)
+    has_lead = behind < members
+    lead = jnp.where(has_lead, pick(at_up, behind), n)
+    last = pick(at_down, behind - 1)  # ties: the lowest index is last in the (coordinate, -index) order
+    follow_pos = behind - 1 - (last == index[None, :]).astype(jnp.int32)  # not the agent itself
     has_follow = (follow_pos >= 0) & finite
-    follow = jnp.where(has_follow, pick(down, follow_pos), n)
+    follow = jnp.where(has_follow, pick(at_down, follow_pos), n)
     along_of = lambda who: jnp.take_along_axis(along, jnp.minimum(who, n - 1), axis=1)  # noqa: E731
     return LaneNeighbours(
         lead=lead,
