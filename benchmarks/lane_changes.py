@@ -4,11 +4,13 @@
     .venv/bin/python benchmarks/lane_changes.py --quick          # 64 scenarios, 1 repeat (smoke test)
 
 Variants: "base" (SimConfig defaults, no lane changes) and "wKeE" (window K, MOBIL decisions
-every E steps). For each: the median wall time of ``simulate`` on one CPU device (first call
-apart), agent-steps/s, the fallback rate (share of scenarios simulated again with the
-all-pairs search) and collided agents per scenario; then the time ratio base / variant, and
-lane changes per agent-minute of the first variant with lane changes (64 scenarios, from the
-trajectory: an agent's nearest lane centre changing).
+every E steps), each optionally ":window_only" or ":all_pairs" (the neighbour search; e.g.
+"w12e1000:window_only": the lane-change machinery without decisions or fallback). For each:
+the median wall time of ``simulate`` on one CPU device (first call apart), agent-steps/s, the
+fallback rate (share of scenarios simulated again with the all-pairs search) and collided
+agents per scenario; then the time ratio base / variant, and lane changes per agent-minute of
+the first variant with lane changes (64 scenarios, from the trajectory: an agent's nearest
+lane centre changing).
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ import time
 
 
 def _config(variant: str):
+    """SimConfig of a variant: "base" or "wKeE", optionally ":NEIGHBOURS" ("window_only",
+    "all_pairs") for the neighbour search."""
     from drivesim.core.types import LaneChangeConfig, SimConfig
 
-    if variant == "base":
-        return SimConfig(num_steps=80)
-    window, every = variant[1:].split("e")
-    return SimConfig(num_steps=80, window=int(window), lane_changes=LaneChangeConfig(decide_every=int(every)))
+    name, _, neighbours = variant.partition(":")
+    search = {"neighbours": neighbours} if neighbours else {}
+    if name == "base":
+        return SimConfig(num_steps=80, **search)
+    window, every = name[1:].split("e")
+    lanes = LaneChangeConfig(decide_every=int(every))
+    return SimConfig(num_steps=80, window=int(window), lane_changes=lanes, **search)
 
 
 def lane_changes_per_agent_minute(host, config) -> float:
@@ -93,7 +100,7 @@ def main(argv=None) -> int:
         for variant in variants:
             ratio = results["base"] / results[variant]
             print(json.dumps({"variant": variant, "time_ratio_base_over_variant": ratio}))
-    changing = [v for v in variants if v != "base"]
+    changing = [v for v in variants if not v.startswith("base")]
     if changing:
         small = jax.tree_util.tree_map(lambda leaf: leaf[:64], host)
         rate = lane_changes_per_agent_minute(small, _config(changing[0]))

@@ -12,10 +12,11 @@ l. The rules, those of the float64 reference (tests/core/mobil_reference):
 Each member's place in its lane's order by (coordinate, index) is a count of the members
 before it, and the answer for agent i is the member at the place of the count of members at
 or behind i: integer compare-and-count passes over the L N^2 (lane, agent, member) triples,
-which XLA:CPU runs as fused loops (a sort per lane, or an argmin per pair, cost 2-6x more;
-BENCHMARKS.md "Lane changes (MOBIL)"). Members are ordered by their coordinates, where the
-all-pairs search this replaced compared rounded float32 distances: the two differ only where
-two members' distances to i round to the same float32. Every function works on one scenario.
+which XLA:CPU runs as fused loops (two sorts per lane, or min-reductions over the pairs,
+cost 2.7x more; BENCHMARKS.md "Decisions by counting"). Members are ordered by their
+coordinates, where the all-pairs search this replaced compared rounded float32 distances:
+the two differ only where two members' distances to i round to the same float32. Every
+function works on one scenario.
 """
 
 from __future__ import annotations
