@@ -1,4 +1,4 @@
-"""Nearest agents ahead and behind in every lane, for every agent, by counting.
+"""Nearest agents ahead and behind in every lane, for every agent.
 
 MOBIL (core.mobil) asks, for each agent i and a lane l (its own or a neighbour), which
 member of lane l is nearest ahead of i and which nearest behind, measured along l's frame.
@@ -9,21 +9,27 @@ l. The rules, those of the float64 reference (tests/core/mobil_reference):
 - behind: among members at or behind i's coordinate, other than i, the one with the largest
   coordinate (ties: lowest index).
 
-Each member's place in its lane's order by (coordinate, index) is a count of the members
-before it, and the answer for agent i is the member at the place of the count of members at
-or behind i: integer compare-and-count passes over the L N^2 (lane, agent, member) triples,
-which XLA:CPU runs as fused loops (two sorts per lane, or min-reductions over the pairs,
-cost 2.7x more; BENCHMARKS.md "Decisions by counting"). Members are ordered by their
-coordinates, where the all-pairs search this replaced compared rounded float32 distances:
-the two differ only where two members' distances to i round to the same float32. Every
-function works on one scenario.
+Each member's place in its lane's order by (coordinate, index) comes from integer
+compare-and-count passes over the L N^2 (lane, agent, member) triples, which XLA:CPU runs as fused
+loops, up to COUNT_MAX_AGENTS agents, and from two sorts per lane above; the answer for
+agent i is the member at the place given by the count of members at or behind i. Members are
+ordered by their coordinates, where the all-pairs search this replaced compared rounded
+float32 distances: the two differ only where two members' distances to i round to the same
+float32. Every function works on one scenario.
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from drivesim.core.types import Array, pytree_dataclass
+
+# Up to this many agents, places come from counts over the (lane, agent, member) triples;
+# above, from two sorts per lane. One decision step, CPU wall: counting 14 ms against 20 ms
+# for sorts at 32 agents x 512 scenarios, 65 against 46 at 64 x 256, 97 against 52 at
+# 128 x 128 (BENCHMARKS.md "Decisions by counting"). Both give the same places.
+COUNT_MAX_AGENTS = 32
 
 
 @pytree_dataclass
@@ -50,19 +56,12 @@ def every_lane(along: Array, lateral: Array, width: Array, valid: Array, claims:
     finite = jnp.isfinite(along)
     member = ((jnp.abs(lateral) < 0.5 * width[:, None]) | (claims.T > 0.5)) & valid[None, :] & finite
     index = jnp.arange(n, dtype=jnp.int32)
+    places = _places_by_count if n <= COUNT_MAX_AGENTS else _places_by_sort
+    at_up, at_down = places(along, member)
     key, query, is_member = along[:, None, :], along[:, :, None], member[:, None, :]  # [l, i, j]
-    count = lambda hit: jnp.sum(hit.astype(jnp.int32), axis=2)  # noqa: E731  (int sums: fast on XLA:CPU)
-    # each member's place in its lane's order by (coordinate, index) and by (coordinate, -index)
-    lower = index[None, None, :] < index[None, :, None]  # [., i, j]: j < i
-    higher = index[None, None, :] > index[None, :, None]
-    up = count(is_member & ((key < query) | ((key == query) & lower)))
-    down = count(is_member & ((key < query) | ((key == query) & higher)))
-    # the member at each place (row r: the member whose place is r)
-    place = index[None, :, None]  # [., r, j]
-    at_up = jnp.sum(jnp.where(member[:, None, :] & (up[:, None, :] == place), index, 0), axis=2)
-    at_down = jnp.sum(jnp.where(member[:, None, :] & (down[:, None, :] == place), index, 0), axis=2)
     members = jnp.sum(member.astype(jnp.int32), axis=1)[:, None]
-    behind = jnp.where(finite, count(is_member & (key <= query)), members)  # members at or behind i
+    at_or_behind = jnp.sum((is_member & (key <= query)).astype(jnp.int32), axis=2)
+    behind = jnp.where(finite, at_or_behind, members)  # members at or behind each agent
     pick = lambda order, pos: jnp.take_along_axis(order, jnp.clip(pos, 0, n - 1), axis=1)  # noqa: E731
     has_lead = behind < members
     lead = jnp.where(has_lead, pick(at_up, behind), n)
@@ -79,6 +78,34 @@ def every_lane(along: Array, lateral: Array, width: Array, valid: Array, claims:
         has_follow=has_follow,
         offset=lateral,
     )
+
+
+def _places_by_count(along: Array, member: Array) -> tuple[Array, Array]:
+    """(at_up, at_down) (L, N) int32: the member at each place of its lane's order by
+    (coordinate, index) and by (coordinate, -index) (0 past the last member); along /
+    member (L, N). Each member's place is the count of members before it."""
+    n = along.shape[1]
+    index = jnp.arange(n, dtype=jnp.int32)
+    key, query, is_member = along[:, None, :], along[:, :, None], member[:, None, :]  # [l, i, j]
+    count = lambda hit: jnp.sum(hit.astype(jnp.int32), axis=2)  # noqa: E731  (int sums: fast on XLA:CPU)
+    lower = index[None, None, :] < index[None, :, None]  # [., i, j]: j < i
+    higher = index[None, None, :] > index[None, :, None]
+    up = count(is_member & ((key < query) | ((key == query) & lower)))
+    down = count(is_member & ((key < query) | ((key == query) & higher)))
+    place = index[None, :, None]  # [., r, j]
+    at_up = jnp.sum(jnp.where(member[:, None, :] & (up[:, None, :] == place), index, 0), axis=2)
+    at_down = jnp.sum(jnp.where(member[:, None, :] & (down[:, None, :] == place), index, 0), axis=2)
+    return at_up, at_down
+
+
+def _places_by_sort(along: Array, member: Array) -> tuple[Array, Array]:
+    """:func:`_places_by_count` from two sorts per lane (members first, by coordinate)."""
+    n = along.shape[1]
+    key = jnp.where(member, along, jnp.inf)
+    index = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], along.shape)
+    _k, at_up = jax.lax.sort((key, index), dimension=1, num_keys=2)
+    _k, minus = jax.lax.sort((key, -index), dimension=1, num_keys=2)
+    return at_up, -minus
 
 
 def in_lane(lanes: LaneNeighbours, lane: Array, has_lane: Array) -> LaneNeighbours:

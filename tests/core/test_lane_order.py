@@ -5,7 +5,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
+from drivesim.core import lane_order
 from drivesim.core.lane_order import every_lane, in_lane, rows_of
 
 LANES, AGENTS = 3, 12
@@ -46,8 +48,10 @@ def _case(seed: int):
     return along, lateral, width, valid, claims
 
 
-def test_every_lane_matches_brute_force_with_ties():
-    run = jax.jit(every_lane)
+@pytest.mark.parametrize("count_max", [AGENTS, 0], ids=["counting", "sorting"])
+def test_every_lane_matches_brute_force_with_ties(count_max, monkeypatch):
+    monkeypatch.setattr(lane_order, "COUNT_MAX_AGENTS", count_max)
+    run = jax.jit(lambda *args: every_lane(*args))  # a fresh trace per parameter
     tied = 0
     for seed in range(30):
         case = _case(seed)
