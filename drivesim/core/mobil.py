@@ -10,7 +10,7 @@ with n / o the new / old follower, tildes the IDM accelerations after the change
 politeness (:func:`mobil_rule`). Accelerations are the IDM's (core.behavior) against vehicle
 leaders, evaluated on one snapshot in each lane's own frame every
 ``LaneChangeConfig.decide_every`` steps (:func:`decide`): each lane's members ordered along it
-give every agent's exact neighbours in every lane (core.lane_order: O(L N^2) counts). The lane
+give every agent's exact neighbours in every lane (core.lane_order). The lane
 change itself: the agent's pure-pursuit target is offset from the target lane's centre line by
 the quintic (minimum-jerk) profile d0 (1 - 10u^3 + 15u^4 - 6u^5), u = age / duration
 (:func:`path_offset`), so it moves across over ``duration_s`` from where it was (d0: its
