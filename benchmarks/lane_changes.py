@@ -1,4 +1,4 @@
-"""Lane changes: the W32-shaped highway with MOBIL against the plain highway, same run.
+"""Lane changes: the highway (32 agents unless --agents) with MOBIL against the plain highway.
 
     .venv/bin/python benchmarks/lane_changes.py                  # 512 scenarios, 5 repeats
     .venv/bin/python benchmarks/lane_changes.py --quick          # 64 scenarios, 1 repeat (smoke test)
@@ -16,6 +16,7 @@ lane centre changing).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 
@@ -26,12 +27,12 @@ def _config(variant: str):
     from drivesim.core.types import LaneChangeConfig, SimConfig
 
     name, _, neighbours = variant.partition(":")
-    search = {"neighbours": neighbours} if neighbours else {}
-    if name == "base":
-        return SimConfig(num_steps=80, **search)
-    window, every = name[1:].split("e")
-    lanes = LaneChangeConfig(decide_every=int(every))
-    return SimConfig(num_steps=80, window=int(window), lane_changes=lanes, **search)
+    config = SimConfig(num_steps=80)
+    if name != "base":
+        window, every = name[1:].split("e")
+        lanes = LaneChangeConfig(decide_every=int(every))
+        config = SimConfig(num_steps=80, window=int(window), lane_changes=lanes)
+    return dataclasses.replace(config, neighbours=neighbours) if neighbours else config
 
 
 def lane_changes_per_agent_minute(host, config) -> float:
@@ -58,6 +59,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64 scenarios, 1 repeat")
     parser.add_argument("--scenarios", type=int, default=512)
+    parser.add_argument("--agents", type=int, default=32, help="agents per highway scenario")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--variants", default="base,w12e5,w12e10")
     args = parser.parse_args(argv)
@@ -69,7 +71,7 @@ def main(argv=None) -> int:
     from drivesim.core.policies import idm_policy
     from drivesim.core.rollout import simulate
 
-    host = make_batch(Workload(scenarios=scenarios, agents=32, steps=80))
+    host = make_batch(Workload(scenarios=scenarios, agents=args.agents, steps=80))
     batch, policy = jax.device_put(host), idm_policy()
     variants = args.variants.split(",")
     results = {}
@@ -91,7 +93,7 @@ def main(argv=None) -> int:
             min_s=min(times),
             max_s=max(times),
             first_call_s=first,
-            agent_steps_per_s=scenarios * 32 * 80 / median,
+            agent_steps_per_s=scenarios * args.agents * 80 / median,
             fallback_rate=float(np.mean(np.asarray(metrics.window_overflow))),
             agents_collided=float(np.mean(np.asarray(metrics.agents_collided))),
         )
