@@ -52,10 +52,10 @@ def every_lane(along: Array, lateral: Array, width: Array, valid: Array, claims:
     """:class:`LaneNeighbours` of every agent in every lane, fields (L, N).
 
     along / lateral (L, N): agents' coordinates in each lane's frame; width (L,) [m];
-    valid (N,) bool; claims (N, L): 1 where an agent is changing into the lane."""
+    valid (N,) bool; claims (N, L) bool: an agent is changing into the lane."""
     n = along.shape[1]
     finite = jnp.isfinite(along)
-    member = ((jnp.abs(lateral) < 0.5 * width[:, None]) | (claims.T > 0.5)) & valid[None, :] & finite
+    member = ((jnp.abs(lateral) < 0.5 * width[:, None]) | claims.T) & valid[None, :] & finite
     index = jnp.arange(n, dtype=jnp.int32)
     places = _places_by_count if n <= COUNT_MAX_AGENTS else _places_by_sort
     at_up, at_down = places(along, member)
@@ -109,10 +109,11 @@ def _places_by_sort(along: Array, member: Array) -> tuple[Array, Array]:
     return at_up, -minus
 
 
-def in_lane(lanes: LaneNeighbours, lane: Array, has_lane: Array) -> LaneNeighbours:
+def in_lane(lanes: LaneNeighbours, lane: Array) -> LaneNeighbours:
     """Each agent's row of :func:`every_lane` (fields (L, N)) for its lane ``lane`` (N,)
-    int32; agents with ``has_lane`` (N,) False get no neighbours and offset 0."""
+    int32; agents with lane -1 (none) get no neighbours and offset 0."""
     n = lane.shape[0]
+    has_lane = lane >= 0
     row = lambda v: jnp.take_along_axis(v, jnp.clip(lane, 0, v.shape[0] - 1)[None, :], axis=0)[0]  # noqa: E731
     return LaneNeighbours(
         lead=jnp.where(has_lane, row(lanes.lead), n),

@@ -183,13 +183,12 @@ def _gaps(a, nb: LaneNeighbours, lead: Array, follow: Array) -> tuple[Array, Arr
 
 
 def side_incentive(a, lane: Array, target: Array, table: Array, old: tuple, lanes: LaneNeighbours):
-    """MOBIL towards the lane ``target`` (N, L) one-hot: (change allowed (N,) bool,
+    """MOBIL towards the lane ``target`` (N,) int32 (-1: none): (change allowed (N,) bool,
     incentive (N,), the agent's offset from the target lane (N,)).
 
     table: :func:`_table`; old: (a_o, ã_o) of the old follower (N,) each (0 without one);
     lanes: every agent's neighbours in every lane (core.lane_order.every_lane)."""
-    possible = jnp.sum(target, axis=1) > 0.5
-    new = in_lane(lanes, jnp.argmax(target, axis=1), possible)
+    new = in_lane(lanes, target)
     lead, follow = rows_of(table, new.lead), rows_of(table, new.follow)
     lead_gap, follow_gap = _gaps(a, new, lead, follow)
     v = a.speed
@@ -209,7 +208,7 @@ def side_incentive(a, lane: Array, target: Array, table: Array, old: tuple, lane
         lane_row(lane, "threshold"),
     )
     fits = (lead_gap > 0.0) & (follow_gap > 0.0)
-    return change & fits & possible, incentive, new.offset
+    return change & fits & (target >= 0), incentive, new.offset
 
 
 def decide(a, road: RoadMap, t: Array, dt: float):
@@ -226,9 +225,8 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     own = own * fr.usable[None, :].astype(jnp.float32)
     changing = lane_row(lane, "shift") != 0.0
     claims = (lane_row(lane, "target")[:, None] == jnp.arange(num_lanes)[None, :]) & changing[:, None]
-    claims = claims.astype(jnp.float32)
     lanes = every_lane(along, lateral, fr.width, a.valid, claims)
-    current = in_lane(lanes, a.route, jnp.sum(own, axis=1) > 0.5)
+    current = in_lane(lanes, jnp.where(jnp.sum(own, axis=1) > 0.5, a.route, -1))
     cur_lead = rows_of(_table(a, a.speed), current.lead)  # the accel column is unused here
     cur_gap = current.lead_ds - 0.5 * (a.length + _col(cur_lead, "length"))
     acc_now = follow_acceleration(a.speed, cur_gap, _col(cur_lead, "speed"), a.idm)
@@ -246,10 +244,10 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     ready = a.valid & (lane_row(lane, "enabled") > 0.5) & idle
     sides = []
     for adj in (left, right):
-        target = _mm(own, adj)
-        old = (acc_o, acc_o_new)
-        ok, incentive, offset = side_incentive(a, lane, target, table, old, lanes)
-        sides.append((ok & ready, incentive, offset, jnp.argmax(target, axis=1)))
+        beside = _mm(own, adj)  # (N, L) one-hot, rows of zeros: no such lane
+        target = jnp.where(jnp.sum(beside, axis=1) > 0.5, jnp.argmax(beside, axis=1), -1)
+        ok, incentive, offset = side_incentive(a, lane, target, table, (acc_o, acc_o_new), lanes)
+        sides.append((ok & ready, incentive, offset, target))
     (ok_l, inc_l, off_l, to_l), (ok_r, inc_r, off_r, to_r) = sides
     go_left = ok_l & (~ok_r | (inc_l >= inc_r))
     change = go_left | ok_r

@@ -24,7 +24,7 @@ def _brute(along, lateral, width, valid, claims):
     for lane in range(num_lanes):
         for i in range(n):
             for j in range(n):
-                inside = abs(lateral[lane, j]) < 0.5 * width[lane] or claims[j, lane] > 0.5
+                inside = abs(lateral[lane, j]) < 0.5 * width[lane] or claims[j, lane]
                 if j == i or not (inside and valid[j] and np.isfinite(along[lane, j])):
                     continue
                 ds = np.float32(along[lane, j] - along[lane, i])
@@ -41,8 +41,8 @@ def _case(seed: int):
     lateral = rng.choice([-3.0, -1.0, 0.0, 1.0, 1.75, 3.0], (LANES, AGENTS)).astype(np.float32)
     width = np.full(LANES, 3.5, np.float32)
     valid = rng.random(AGENTS) > 0.15
-    claims = np.zeros((AGENTS, LANES), np.float32)
-    claims[rng.integers(0, AGENTS, 3), rng.integers(0, LANES, 3)] = 1.0
+    claims = np.zeros((AGENTS, LANES), bool)
+    claims[rng.integers(0, AGENTS, 3), rng.integers(0, LANES, 3)] = True
     if seed % 4 == 0:
         along[0, 0] = np.nan  # an agent off every frame: no neighbours, and nobody's neighbour
     return along, lateral, width, valid, claims
@@ -71,7 +71,7 @@ def test_in_lane_picks_rows_and_none():
     lanes = jax.device_get(every_lane(*map(jnp.asarray, case)))
     lane = np.arange(AGENTS) % LANES
     has = np.arange(AGENTS) % 5 != 0
-    got = jax.device_get(in_lane(lanes, jnp.asarray(lane), jnp.asarray(has)))
+    got = jax.device_get(in_lane(lanes, jnp.asarray(np.where(has, lane, -1))))
     cols = np.arange(AGENTS)
     np.testing.assert_array_equal(got.lead, np.where(has, lanes.lead[lane, cols], AGENTS))
     np.testing.assert_array_equal(got.offset, np.where(has, case[1][lane, cols], 0.0))
