@@ -158,6 +158,13 @@ def register(app: typer.Typer) -> None:
                 help="MOBIL lane changes of the IDM agents on multi-lane roads (slower: see BENCHMARKS.md).",
             ),
         ] = False,
+        occlusion: Annotated[
+            bool,
+            typer.Option(
+                "--occlusion",
+                help="The ego's observation leaves out agents hidden behind others (MLP and user policies).",
+            ),
+        ] = False,
         out: Annotated[
             pathlib.Path | None,
             typer.Option(
@@ -257,6 +264,7 @@ def register(app: typer.Typer) -> None:
                 num_steps=steps,
                 agents=agents,
                 lane_changes=lane_changes,
+                occlusion=occlusion,
                 seed=seed,
                 loader_threads=loader_threads,
                 stall_s=stall_timeout,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from drivesim.core.interactions import padded, view
+from drivesim.core.occlusion import sight_points, visible
 from drivesim.core.types import Array
 
 OBS_EGO_FEATURES = 4
@@ -22,39 +23,32 @@ def at_ego(is_ego: Array, values: Array) -> Array:
     return jnp.sum(jnp.where(is_ego, values, jnp.zeros((), values.dtype)))
 
 
-def ego_observation(
-    x: Array,
-    y: Array,
-    cos_h: Array,
-    sin_h: Array,
-    speed: Array,
-    valid: Array,
-    is_ego: Array,
-    lateral: Array,
-    tx: Array,
-    ty: Array,
-    progress: Array,
-    neighbours: int,
-) -> Array:
-    """Observation of the ego in its own frame; per-agent inputs (N,) in sorted order,
-    ``progress`` () metres along the route. Returns (observation_size(neighbours),) float32:
+def ego_observation(agents, proj, progress: Array, neighbours: int, occlusion: bool = False) -> Array:
+    """Observation of the ego in its own frame, from SortedAgents ``agents`` and their route
+    Projection ``proj`` (fields (N,), sorted order); ``progress`` () metres along the route.
+    Returns (observation_size(neighbours),) float32:
 
     [speed / 30, lateral offset / 2, heading error (rad), progress / 100] followed, for the
     ``neighbours`` agents behind and ahead in the sorted order, by
     [dx / 50, dy / 50 in the ego frame, (v - v_ego) / 30, present (0/1)] (zeros when absent).
+    With ``occlusion``, an agent no sight line reaches (drivesim.core.occlusion) is absent.
     """
-    n = x.shape[0]
-    ego = lambda values: at_ego(is_ego, values)  # noqa: E731
-    ex, ey, ev = ego(x), ego(y), ego(speed)
-    ec, es = ego(cos_h), ego(sin_h)
-    etx, ety = ego(tx), ego(ty)
+    a = agents
+    n = a.x.shape[0]
+    ego = lambda values: at_ego(a.is_ego, values)  # noqa: E731
+    ex, ey, ev = ego(a.x), ego(a.y), ego(a.speed)
+    ec, es = ego(a.cos_h), ego(a.sin_h)
+    etx, ety = ego(proj.tx), ego(proj.ty)
     heading_error = jnp.arctan2(es * etx - ec * ety, ec * etx + es * ety)
-    features = [ev / 30.0, ego(lateral) / 2.0, heading_error, progress / 100.0]
-    xp, yp, sp = (padded(v, neighbours, 0.0) for v in (x, y, speed))
-    vp = padded(valid, neighbours, False)
+    features = [ev / 30.0, ego(proj.d) / 2.0, heading_error, progress / 100.0]
+    xp, yp, sp = (padded(v, neighbours, 0.0) for v in (a.x, a.y, a.speed))
+    vp = padded(a.valid, neighbours, False)
+    sighted = _sighted(a) if occlusion else None
     for k in [k for k in range(-neighbours, neighbours + 1) if k != 0]:
         there = view(vp, neighbours, k, n)
-        present = ego(there.astype(x.dtype))
+        if sighted is not None:
+            there = there & sighted(k)
+        present = ego(there.astype(a.x.dtype))
         dx = ego(jnp.where(there, view(xp, neighbours, k, n), ex)) - ex
         dy = ego(jnp.where(there, view(yp, neighbours, k, n), ey)) - ey
         fx = (dx * ec + dy * es) / 50.0
@@ -62,3 +56,21 @@ def ego_observation(
         dv = (ego(jnp.where(there, view(sp, neighbours, k, n), ev)) - ev) / 30.0
         features += [fx, fy, dv, present]
     return jnp.stack(features).astype(jnp.float32)
+
+
+def _sighted(a):
+    """k -> () bool: whether the agent k places from the ego in the sorted order is visible
+    from the ego's centre (drivesim.core.occlusion); every other valid agent may block."""
+    n = a.x.shape[0]
+    slot = jnp.arange(n, dtype=jnp.int32)
+    ego_slot = at_ego(a.is_ego, slot)
+    boxes = (a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)
+    eye = (at_ego(a.is_ego, a.x), at_ego(a.is_ego, a.y))
+
+    def sighted(k: int) -> Array:
+        target = jnp.clip(ego_slot + k, 0, n - 1)
+        points = sight_points(*(v[target] for v in boxes))
+        blockers = a.valid & (slot != ego_slot) & (slot != target)
+        return visible(eye, points, boxes, blockers)
+
+    return sighted

@@ -175,20 +175,7 @@ def observation_of(state: SimState, config: SimConfig) -> Array:
     """Ego observation of a SimState (see drivesim.core.observation)."""
     a, proj = state.agents, state.proj
     progress = at_ego(a.is_ego, proj.s) - state.ego_s0
-    return ego_observation(
-        a.x,
-        a.y,
-        a.cos_h,
-        a.sin_h,
-        a.speed,
-        a.valid,
-        a.is_ego,
-        proj.d,
-        proj.tx,
-        proj.ty,
-        progress,
-        config.obs_neighbours,
-    )
+    return ego_observation(a, proj, progress, config.obs_neighbours, config.occlusion)
 
 
 def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig, zone) -> dict:

@@ -326,6 +326,10 @@ class SimConfig:
         pair, O(N^2) per step) | "window_only" (no fallback: for measuring the window).
     lane_changes: MOBIL lane changes of IDM agents on straight parallel lanes
         (LaneChangeConfig), or None (agents keep their lanes).
+    occlusion: the ego's observation (MLP and user policies that call ``observe()``) leaves
+        out agents that no sight line from the ego's centre reaches past other agents' boxes
+        (drivesim.core.occlusion). The IDM ego and the other agents react to their leaders in
+        their lanes whatever is hidden.
     junction_capacity: most agents the junction zone (drivesim.core.junction: where
         straight routes cross) searches exactly per step; a scenario with more there at
         some step is simulated again with all pairs. "auto": 8 for scenarios of up to 32
@@ -346,6 +350,7 @@ class SimConfig:
     min_lookahead: float = 5.0
     yield_horizon_s: float = 4.0
     obs_neighbours: int = 6
+    occlusion: bool = False
     block_agents: int | str | None = "auto"
     neighbours: str = "window"
     lane_changes: LaneChangeConfig | None = None

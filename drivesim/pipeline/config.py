@@ -28,6 +28,7 @@ IDENTITY_FIELDS = (
     "batch_size",
     "window_batches",
     "lane_changes",
+    "occlusion",
 )
 LANE_CHANGE_WINDOW = 12  # neighbour window with lane changes (every lane one sorted group)
 
@@ -51,6 +52,8 @@ class CampaignConfig:
         (None: the family's default).
     lane_changes: MOBIL lane changes of the IDM agents (SimConfig.lane_changes with the
         LaneChangeConfig defaults, neighbour window LANE_CHANGE_WINDOW).
+    occlusion: the ego's observation leaves out agents hidden behind others
+        (SimConfig.occlusion; it changes only policies that observe: MLP and user policies).
     loader_threads: host loader threads; prefetch: bounded host queue depth (batches).
     retries: extra attempts for a batch whose compute raised.
     stall_s: the stall watchdog's limit [s] (at least; it grows to 10x the median gap between
@@ -76,6 +79,7 @@ class CampaignConfig:
     agents: int | None = None
     max_agents: int | None = None
     lane_changes: bool = False
+    occlusion: bool = False
     seed: int = 0
     out: str = "runs/demo"
     loader_threads: int = 2
@@ -105,13 +109,14 @@ class CampaignConfig:
 
     def identity(self) -> dict:
         """The fields a resume must match (JSON-comparable; max_agents only when set and
-        lane_changes only when on, so campaigns written before they existed keep their
-        identity)."""
+        lane_changes and occlusion only when on, so campaigns written before they existed
+        keep their identity)."""
         out = {k: _plain(getattr(self, k)) for k in IDENTITY_FIELDS}
         if out["max_agents"] is None:
             del out["max_agents"]
-        if not out["lane_changes"]:
-            del out["lane_changes"]
+        for flag in ("lane_changes", "occlusion"):
+            if not out[flag]:
+                del out[flag]
         return out
 
 
@@ -119,14 +124,10 @@ def sim_config(config: CampaignConfig, policy: str):
     """The SimConfig a campaign simulates with, for the registered policy name ``policy``."""
     from drivesim.core.types import LaneChangeConfig, SimConfig
 
+    base = SimConfig(num_steps=config.num_steps, policy=policy, occlusion=config.occlusion)
     if config.lane_changes:
-        return SimConfig(
-            num_steps=config.num_steps,
-            policy=policy,
-            lane_changes=LaneChangeConfig(),
-            window=LANE_CHANGE_WINDOW,
-        )
-    return SimConfig(num_steps=config.num_steps, policy=policy)
+        return dataclasses.replace(base, lane_changes=LaneChangeConfig(), window=LANE_CHANGE_WINDOW)
+    return base
 
 
 def _plain(value):

@@ -25,11 +25,21 @@ RUNNER_BAND = 2 * (0.5 * 4.5 + 0.5 * 1.8) / 13.89
 # amber_light at its defaults (13.89 m/s, ITE amber): the constant ego's front reaches the
 # line dist / speed after the amber onset, so it runs the red iff dist / speed > amber
 AMBER, AMBER_SPEED = FAMILIES["amber_light"].params[2].default, 13.89
+# occluded_pedestrian at its defaults (ego 11.11 m/s, walk 1.39 m/s): the pedestrian's box is
+# in the ego's path (|y| < 0.9 + 0.25 m) from 1.1 m to 3.4 m past the parked car's face, so
+# from 1.1 / walk to 3.4 / walk after the step-out; the ego's box spans the pedestrian's x
+# from tta - 0.25 / speed to tta + 4.75 / speed after it. They meet iff tta is in the band.
+OCCLUDED_BAND = (1.1 / 1.39 - 4.75 / 11.11, 3.4 / 1.39 + 0.25 / 11.11)
 CASES = {
     "brake_short": ("lead_brake", dict(gap=5.0, decel=9.0)),
     "brake_generous": ("lead_brake", dict(gap=40.0, decel=9.0)),
     "ped_tta0": ("crossing_pedestrian", dict(tta=0.0)),
     "ped_tta5": ("crossing_pedestrian", dict(tta=5.0)),
+    "occluded_before": ("occluded_pedestrian", dict(tta=OCCLUDED_BAND[0] - 0.15)),
+    "occluded_early": ("occluded_pedestrian", dict(tta=OCCLUDED_BAND[0] + 0.15)),
+    "occluded_late": ("occluded_pedestrian", dict(tta=OCCLUDED_BAND[1] - 0.15)),
+    "occluded_after": ("occluded_pedestrian", dict(tta=OCCLUDED_BAND[1] + 0.15)),
+    "occluded_default": ("occluded_pedestrian", {}),
     "cut_in": ("cut_in", dict(gap=10.0, dv=-5.0)),
     "cut_out": ("cut_out", dict(gap=30.0)),
     "runner_tta0": ("red_light_runner", dict(tta=0.0)),
@@ -87,6 +97,19 @@ def test_crossing_pedestrian_time_to_arrival():
     assert int(m.collided_with_kind) == -1 and int(m.pedestrians_collided) == 0
     m, accel = _case("idm", "ped_tta0")
     assert not bool(m.ego_collided) and accel.min() < -1.0
+
+
+def test_occluded_pedestrian_collides_exactly_inside_the_closed_form_band():
+    for name in ("occluded_early", "occluded_late", "occluded_default"):
+        m, _ = _case("constant", name)
+        assert bool(m.ego_collided) and int(m.collided_with) == 2, name  # slot 2: the pedestrian
+        assert int(m.pedestrians_collided) == 1, name
+    for name in ("occluded_before", "occluded_after"):
+        m, _ = _case("constant", name)
+        assert not bool(m.ego_collided), name
+    m, accel = _case("idm", "occluded_default")  # the IDM ego brakes once the pedestrian is in its lane
+    assert not bool(m.ego_collided) and accel.min() < -1.0
+    assert int(m.agents_offroad) == 2  # the parked car and the waiting pedestrian, off the road
 
 
 def test_cyclist_ahead_collides_inside_the_lateral_band_at_the_closing_time():

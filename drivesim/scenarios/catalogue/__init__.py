@@ -42,6 +42,16 @@ the ego lane), then crosses both lanes (Euro NCAP AEB VRU CPNA, nearside adult; 
     timing, > 0 the pedestrian is ahead of the ego; ped_speed [m/s] 0.5..3 (1.39);
     speed [m/s] 1..30 (11.11): ego speed (40 km/h).
 
+occluded_pedestrian -- a pedestrian steps out in front of a car parked 0.5 m right of the ego
+lane, hidden behind it until then (Euro NCAP AEB VRU CPNCO, nearside child obstructed; 5 km/h).
+    tta [s] -2..8 (1.5): the ego's (constant-speed) arrival at the crossing point minus the time
+    the pedestrian's centre passes the parked car's road-side face (it starts walking at 0 s,
+    or later so that the ego arrives at 0.5 s or later); the constant ego hits it iff
+    1.1 / ped_speed - 4.75 / speed < tta < 3.4 / ped_speed + 0.25 / speed; ped_speed [m/s]
+    0.5..3 (1.39); speed [m/s] 1..30 (11.11); ped_gap [m] 0.5..10 (1): the parked car's front
+    bumper to the pedestrian's centre. The car hides the pedestrian from the ego's observation
+    under SimConfig.occlusion (drivesim.core.occlusion).
+
 cyclist_ahead -- a cyclist (1.8 m x 0.6 m, a CYCLIST agent) rides ahead in the ego lane at
 constant speed (Euro NCAP AEB VRU CBLA, bicyclist longitudinal adult; 15 km/h).
     gap [m] 2..150 (20): initial bumper gap ego -> cyclist; cyc_speed [m/s] 0..12 (4.17);

@@ -16,7 +16,15 @@ import numpy as np
 from drivesim.core.road_users import CYCLIST_SIZE
 from drivesim.core.types import CYCLIST, PEDESTRIAN, Scenario
 from drivesim.scenarios.catalogue import build, left_turn
-from drivesim.scenarios.catalogue.build import CAR_LENGTH, LANE_WIDTH, Actor, Crossing, Layout, Signals
+from drivesim.scenarios.catalogue.build import (
+    CAR_LENGTH,
+    CAR_WIDTH,
+    LANE_WIDTH,
+    Actor,
+    Crossing,
+    Layout,
+    Signals,
+)
 from drivesim.scenarios.catalogue.params import CatalogueError, Param
 from drivesim.scenarios.signal_timing import Light, two_phase, yellow_interval
 
@@ -27,6 +35,7 @@ CUT_OUT_CLEARANCE = 2.0  # [m] the leader's front stays this far behind the stop
 PED_SIZE = 0.5  # [m] pedestrian box length and width
 PED_KERB = 0.5  # [m] the pedestrian waits this far outside the ego lane's right edge
 PED_MIN_ARRIVAL_S = 0.5  # [s] earliest time the ego reaches the crossing point
+PARK_CLEARANCE = 0.5  # [m] the parked car's road-side face to the ego lane's right edge
 RUNNER_ARRIVAL_S = 3.0  # [s] the red-light runner reaches the ego's path here (or later)
 RUNNER_MIN_EGO_ARRIVAL_S = 0.5  # [s] earliest time the ego reaches the runner's path
 RUNNER_GREEN_ELAPSED_S = 2.0  # [s] the ego's green started this long before the episode
@@ -114,6 +123,35 @@ def _crossing_pedestrian(v: dict[str, float], steps: int):
         kind=PEDESTRIAN,
     )
     return Layout(speed, [ped], 2)
+
+
+def _occluded_pedestrian(v: dict[str, float], steps: int):
+    speed, walk = v["speed"], v["ped_speed"]
+    t = build.times(steps)
+    y_face = -(0.5 * LANE_WIDTH + PARK_CLEARANCE)  # the parked car's road-side face
+    y_car = y_face - 0.5 * CAR_WIDTH
+    y_far = 1.5 * LANE_WIDTH + PARK_CLEARANCE
+    # the pedestrian waits in front of the parked car, on its centre line, and steps out
+    # (its centre passes the car's road-side face) at t_out
+    t_out = max((y_face - y_car) / walk, PED_MIN_ARRIVAL_S - v["tta"])
+    y = np.clip(y_face + walk * (t - t_out), y_car, y_far)
+    moving = (t >= t_out - (y_face - y_car) / walk) & (y < y_far)
+    x_cross = 0.5 * CAR_LENGTH + speed * (t_out + v["tta"])  # the ego's front there at t_out + tta
+    ped = Actor(
+        x=np.full_like(t, x_cross),
+        y=y,
+        heading=np.full_like(t, 0.5 * np.pi),
+        speed=np.where(moving, walk, 0.0),
+        length=PED_SIZE,
+        width=PED_SIZE,
+        lane=0,
+        kind=PEDESTRIAN,
+    )
+    x_car = x_cross - v["ped_gap"] - 0.5 * CAR_LENGTH  # the car's front ped_gap behind the path
+    parked = Actor(
+        x=np.full_like(t, x_car), y=np.full_like(t, y_car), heading=np.zeros_like(t), speed=np.zeros_like(t)
+    )
+    return Layout(speed, [parked, ped], 2)
 
 
 def _cyclist_ahead(v: dict[str, float], steps: int):
@@ -218,6 +256,17 @@ FAMILIES: dict[str, Family] = {
             ),
             _crossing_pedestrian,
             "pedestrian crosses the ego lane from the right kerb",
+        ),
+        Family(
+            "occluded_pedestrian",
+            (
+                Param("tta", "s", -2.0, 8.0, 1.5, "ego arrival at the crossing point minus the step-out"),
+                Param("ped_speed", "m/s", 0.5, 3.0, 1.39, "pedestrian walking speed (5 km/h)"),
+                Param("speed", "m/s", 1.0, 30.0, 11.11, "ego initial speed (40 km/h)"),
+                Param("ped_gap", "m", 0.5, 10.0, 1.0, "parked car's front to the pedestrian's centre"),
+            ),
+            _occluded_pedestrian,
+            "pedestrian steps out in front of a parked car into the ego lane",
         ),
         Family(
             "cyclist_ahead",
