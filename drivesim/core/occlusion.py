@@ -30,25 +30,22 @@ def sight_points(
 def crosses_box(start: tuple[Array, Array], end: tuple[Array, Array], box: tuple[Array, ...]) -> Array:
     """Whether the segments ``start`` -> ``end`` ((x, y), each broadcastable) pass through the
     open interior of the boxes ``box`` = (x, y, cos_h, sin_h, length, width) (broadcastable);
-    bool, the broadcast shape. Liang-Barsky clipping in each box's frame: the segment's
-    parameter interval inside the box's open slab along each axis, intersected with [0, 1]."""
+    bool, the broadcast shape. Separating axes in each box's frame: the segment misses the
+    open box iff its projections touch or clear the box's on the box's two axes or on the
+    segment's normal (no division)."""
     bx, by, c, s, length, width = box
     ax, ay = start[0] - bx, start[1] - by
     dx, dy = end[0] - start[0], end[1] - start[1]
-    lo = jnp.zeros_like(ax * c)
-    hi = jnp.ones_like(lo)
-    for origin, step, half in (
-        (ax * c + ay * s, dx * c + dy * s, 0.5 * length),
-        (-ax * s + ay * c, -dx * s + dy * c, 0.5 * width),
-    ):
-        moving = step != 0.0
-        safe = jnp.where(moving, step, 1.0)
-        t_a, t_b = (-half - origin) / safe, (half - origin) / safe
-        inside = jnp.abs(origin) < half  # a segment parallel to the slab: in it or never
-        enter = jnp.where(moving, jnp.minimum(t_a, t_b), jnp.where(inside, -jnp.inf, jnp.inf))
-        leave = jnp.where(moving, jnp.maximum(t_a, t_b), jnp.where(inside, jnp.inf, -jnp.inf))
-        lo, hi = jnp.maximum(lo, enter), jnp.minimum(hi, leave)
-    return lo < hi
+    u0, v0 = ax * c + ay * s, -ax * s + ay * c
+    du, dv = dx * c + dy * s, -dx * s + dy * c
+    hl, hw = 0.5 * length, 0.5 * width
+    clear_u = (jnp.minimum(u0, u0 + du) >= hl) | (jnp.maximum(u0, u0 + du) <= -hl)
+    clear_v = (jnp.minimum(v0, v0 + dv) >= hw) | (jnp.maximum(v0, v0 + dv) <= -hw)
+    # a point (du = dv = 0) has no normal: its two axis tests decide
+    clear_normal = (jnp.abs(u0 * dv - v0 * du) >= hl * jnp.abs(dv) + hw * jnp.abs(du)) & (
+        (du != 0) | (dv != 0)
+    )
+    return ~(clear_u | clear_v | clear_normal)
 
 
 def visible(
