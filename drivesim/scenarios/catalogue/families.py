@@ -101,19 +101,15 @@ def _cut_out(v: dict[str, float], steps: int):
     return Layout(speed, [Actor(**leader, lane=0), Actor(**stopped, lane=0)], 2)
 
 
-def _crossing_pedestrian(v: dict[str, float], steps: int):
-    speed, tta, walk = v["speed"], v["tta"], v["ped_speed"]
-    t = build.times(steps)
-    y_wait = -(0.5 * LANE_WIDTH + PED_KERB)  # on the kerb right of the ego lane
+def _walker(t: np.ndarray, x: float, y_wait: float, passes: tuple[float, float], walk: float) -> Actor:
+    """A pedestrian at ``x`` that waits at ``y_wait``, walks +y at ``walk`` [m/s] so that its
+    centre passes ``passes`` = (y [m], time [s]), and stops at the far kerb."""
     y_far = 1.5 * LANE_WIDTH + PED_KERB  # the far kerb (left of lane 1)
-    t_centre = max(-y_wait / walk, PED_MIN_ARRIVAL_S - tta)  # pedestrian at the ego lane centre
-    t_walk = t_centre + y_wait / walk
-    y = np.clip(y_wait + walk * (t - t_walk), y_wait, y_far)
-    moving = (t >= t_walk) & (y < y_far)
-    # crossing point: where the ego's front is at t_centre + tta at constant speed
-    x_cross = 0.5 * CAR_LENGTH + speed * (t_centre + tta)
-    ped = Actor(
-        x=np.full_like(t, x_cross),
+    y_mark, t_mark = passes
+    y = np.clip(y_mark + walk * (t - t_mark), y_wait, y_far)
+    moving = (t >= t_mark - (y_mark - y_wait) / walk) & (y < y_far)
+    return Actor(
+        x=np.full_like(t, x),
         y=y,
         heading=np.full_like(t, 0.5 * np.pi),
         speed=np.where(moving, walk, 0.0),
@@ -122,7 +118,16 @@ def _crossing_pedestrian(v: dict[str, float], steps: int):
         lane=0,
         kind=PEDESTRIAN,
     )
-    return Layout(speed, [ped], 2)
+
+
+def _crossing_pedestrian(v: dict[str, float], steps: int):
+    speed, tta, walk = v["speed"], v["tta"], v["ped_speed"]
+    y_wait = -(0.5 * LANE_WIDTH + PED_KERB)  # on the kerb right of the ego lane
+    t_centre = max(-y_wait / walk, PED_MIN_ARRIVAL_S - tta)  # pedestrian at the ego lane centre
+    # crossing point: where the ego's front is at t_centre + tta at constant speed
+    x_cross = 0.5 * CAR_LENGTH + speed * (t_centre + tta)
+    t_walk = t_centre + y_wait / walk
+    return Layout(speed, [_walker(build.times(steps), x_cross, y_wait, (y_wait, t_walk), walk)], 2)
 
 
 def _occluded_pedestrian(v: dict[str, float], steps: int):
@@ -130,23 +135,11 @@ def _occluded_pedestrian(v: dict[str, float], steps: int):
     t = build.times(steps)
     y_face = -(0.5 * LANE_WIDTH + PARK_CLEARANCE)  # the parked car's road-side face
     y_car = y_face - 0.5 * CAR_WIDTH
-    y_far = 1.5 * LANE_WIDTH + PARK_CLEARANCE
     # the pedestrian waits in front of the parked car, on its centre line, and steps out
     # (its centre passes the car's road-side face) at t_out
     t_out = max((y_face - y_car) / walk, PED_MIN_ARRIVAL_S - v["tta"])
-    y = np.clip(y_face + walk * (t - t_out), y_car, y_far)
-    moving = (t >= t_out - (y_face - y_car) / walk) & (y < y_far)
     x_cross = 0.5 * CAR_LENGTH + speed * (t_out + v["tta"])  # the ego's front there at t_out + tta
-    ped = Actor(
-        x=np.full_like(t, x_cross),
-        y=y,
-        heading=np.full_like(t, 0.5 * np.pi),
-        speed=np.where(moving, walk, 0.0),
-        length=PED_SIZE,
-        width=PED_SIZE,
-        lane=0,
-        kind=PEDESTRIAN,
-    )
+    ped = _walker(t, x_cross, y_car, (y_face, t_out), walk)
     x_car = x_cross - v["ped_gap"] - 0.5 * CAR_LENGTH  # the car's front ped_gap behind the path
     parked = Actor(
         x=np.full_like(t, x_car), y=np.full_like(t, y_car), heading=np.zeros_like(t), speed=np.zeros_like(t)
