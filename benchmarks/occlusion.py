@@ -35,12 +35,13 @@ def hidden_slots(host, config) -> tuple[int, int]:
     import jax
     import numpy as np
 
+    from drivesim.core.observation import neighbour_present
     from drivesim.core.rollout import observation_of, reset
 
     def present(occlusion: bool):
         cfg = dataclasses.replace(config, occlusion=occlusion)
         obs = jax.jit(jax.vmap(lambda sc: observation_of(reset(sc, cfg), cfg)))(host)
-        return int(np.asarray(obs)[:, 7::4].sum())
+        return int(np.asarray(neighbour_present(obs)).sum())
 
     return present(False), present(True)
 

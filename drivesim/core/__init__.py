@@ -28,6 +28,7 @@ _EXPORTS = {
     "SimState": "drivesim.core.rollout",
     "advance": "drivesim.core.rollout",
     "observation_of": "drivesim.core.rollout",
+    "neighbour_present": "drivesim.core.observation",
     "reset": "drivesim.core.rollout",
     "rollout_batch": "drivesim.core.rollout",
     "rollout_trajectory": "drivesim.core.rollout",

@@ -182,6 +182,11 @@ def _gaps(a, nb: LaneNeighbours, lead: Array, follow: Array) -> tuple[Array, Arr
     return lead_gap, follow_gap
 
 
+def _lane_of(onehot: Array) -> Array:
+    """The lane index (N,) int32 of each row of ``onehot`` (N, L); -1 for a row of zeros."""
+    return jnp.where(jnp.sum(onehot, axis=1) > 0.5, jnp.argmax(onehot, axis=1), -1)
+
+
 def side_incentive(a, lane: Array, target: Array, table: Array, old: tuple, lanes: LaneNeighbours):
     """MOBIL towards the lane ``target`` (N,) int32 (-1: none): (change allowed (N,) bool,
     incentive (N,), the agent's offset from the target lane (N,)).
@@ -226,7 +231,7 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     changing = lane_row(lane, "shift") != 0.0
     claims = (lane_row(lane, "target")[:, None] == jnp.arange(num_lanes)[None, :]) & changing[:, None]
     lanes = every_lane(along, lateral, fr.width, a.valid, claims)
-    current = in_lane(lanes, jnp.where(jnp.sum(own, axis=1) > 0.5, a.route, -1))
+    current = in_lane(lanes, _lane_of(own))
     cur_lead = rows_of(_table(a, a.speed), current.lead)  # the accel column is unused here
     cur_gap = current.lead_ds - 0.5 * (a.length + _col(cur_lead, "length"))
     acc_now = follow_acceleration(a.speed, cur_gap, _col(cur_lead, "speed"), a.idm)
@@ -244,8 +249,7 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     ready = a.valid & (lane_row(lane, "enabled") > 0.5) & idle
     sides = []
     for adj in (left, right):
-        beside = _mm(own, adj)  # (N, L) one-hot, rows of zeros: no such lane
-        target = jnp.where(jnp.sum(beside, axis=1) > 0.5, jnp.argmax(beside, axis=1), -1)
+        target = _lane_of(_mm(own, adj))
         ok, incentive, offset = side_incentive(a, lane, target, table, (acc_o, acc_o_new), lanes)
         sides.append((ok & ready, incentive, offset, target))
     (ok_l, inc_l, off_l, to_l), (ok_r, inc_r, off_r, to_r) = sides

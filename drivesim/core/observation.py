@@ -17,6 +17,12 @@ def observation_size(neighbours: int) -> int:
     return OBS_EGO_FEATURES + OBS_NEIGHBOUR_FEATURES * 2 * neighbours
 
 
+def neighbour_present(observation: Array) -> Array:
+    """The present flags (..., 2 K) of observations (..., observation_size(K)), neighbours
+    -K..-1 then 1..K."""
+    return observation[..., OBS_EGO_FEATURES + OBS_NEIGHBOUR_FEATURES - 1 :: OBS_NEIGHBOUR_FEATURES]
+
+
 def at_ego(is_ego: Array, values: Array) -> Array:
     """The ego's entry of ``values`` (N,) as (); a where, not a multiply: 0 * NaN in another
     slot would leak."""
@@ -43,11 +49,12 @@ def ego_observation(agents, proj, progress: Array, neighbours: int, occlusion: b
     features = [ev / 30.0, ego(proj.d) / 2.0, heading_error, progress / 100.0]
     xp, yp, sp = (padded(v, neighbours, 0.0) for v in (a.x, a.y, a.speed))
     vp = padded(a.valid, neighbours, False)
-    sighted = _sighted(a) if occlusion else None
-    for k in [k for k in range(-neighbours, neighbours + 1) if k != 0]:
+    offsets = [k for k in range(-neighbours, neighbours + 1) if k != 0]
+    seen = _sighted(a, (ex, ey), offsets) if occlusion else None
+    for i, k in enumerate(offsets):
         there = view(vp, neighbours, k, n)
-        if sighted is not None:
-            there = there & sighted(k)
+        if seen is not None:
+            there = there & seen[i]
         present = ego(there.astype(a.x.dtype))
         dx = ego(jnp.where(there, view(xp, neighbours, k, n), ex)) - ex
         dy = ego(jnp.where(there, view(yp, neighbours, k, n), ey)) - ey
@@ -58,19 +65,15 @@ def ego_observation(agents, proj, progress: Array, neighbours: int, occlusion: b
     return jnp.stack(features).astype(jnp.float32)
 
 
-def _sighted(a):
-    """k -> () bool: whether the agent k places from the ego in the sorted order is visible
-    from the ego's centre (drivesim.core.occlusion); every other valid agent may block."""
+def _sighted(a, eye: tuple[Array, Array], offsets: list[int]) -> Array:
+    """(len(offsets),) bool: whether the agent k places from the ego in the sorted order (k in
+    ``offsets``) is visible from ``eye``, the ego's centre (drivesim.core.occlusion); every
+    other valid agent may block."""
     n = a.x.shape[0]
     slot = jnp.arange(n, dtype=jnp.int32)
     ego_slot = at_ego(a.is_ego, slot)
+    target = jnp.clip(ego_slot + jnp.asarray(offsets, jnp.int32), 0, n - 1)  # (S,)
     boxes = (a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)
-    eye = (at_ego(a.is_ego, a.x), at_ego(a.is_ego, a.y))
-
-    def sighted(k: int) -> Array:
-        target = jnp.clip(ego_slot + k, 0, n - 1)
-        points = sight_points(*(v[target] for v in boxes))
-        blockers = a.valid & (slot != ego_slot) & (slot != target)
-        return visible(eye, points, boxes, blockers)
-
-    return sighted
+    points = sight_points(*(v[target] for v in boxes))  # (S, 5) each
+    blockers = (a.valid & (slot != ego_slot))[None, :] & (slot[None, :] != target[:, None])  # (S, N)
+    return visible(eye, points, boxes, blockers)

@@ -51,9 +51,8 @@ def crosses_box(start: tuple[Array, Array], end: tuple[Array, Array], box: tuple
 def visible(
     eye: tuple[Array, Array], points: tuple[Array, Array], boxes: tuple[Array, ...], blockers: Array
 ) -> Array:
-    """Whether some sight point is seen from ``eye`` (x, y) (): ``points`` (x, y) each (P,);
-    ``boxes`` (x, y, cos_h, sin_h, length, width) each (N,); ``blockers`` (N,) bool, the boxes
-    that can block. Returns () bool."""
-    column = tuple(v[None, :] for v in boxes)
-    blocked = crosses_box(eye, (points[0][:, None], points[1][:, None]), column) & blockers[None, :]
-    return jnp.any(~jnp.any(blocked, axis=1))
+    """Whether some sight point of each target is seen from ``eye`` (x, y) (): ``points``
+    (x, y) each (..., P); ``boxes`` (x, y, cos_h, sin_h, length, width) each (N,);
+    ``blockers`` (..., N) bool, the boxes that can block each target. Returns (...,) bool."""
+    blocked = crosses_box(eye, (points[0][..., None], points[1][..., None]), boxes) & blockers[..., None, :]
+    return jnp.any(~jnp.any(blocked, axis=-1), axis=-1)

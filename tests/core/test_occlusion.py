@@ -9,10 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from drivesim.core.observation import neighbour_present
 from drivesim.core.occlusion import crosses_box, sight_points
 from drivesim.core.rollout import observation_of, reset
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.catalogue import make_record
+from drivesim.scenarios.catalogue.build import LANE_WIDTH
+from drivesim.scenarios.catalogue.families import PARK_CLEARANCE
 
 CASES = 4000
 
@@ -131,7 +134,7 @@ def test_observation_present_flags_match_a_float64_sight_line_loop():
         a = jax.tree_util.tree_map(lambda v, b=b: np.asarray(v[b]), states.agents)  # one scenario's rows
         names = ("x", "y", "heading", "length", "width", "valid", "is_ego")
         want, clear = _reference_present({f: np.asarray(getattr(a, f), np.float64) for f in names}, k)
-        got = obs[b, 4 + 3 :: 4] > 0.5
+        got = neighbour_present(obs[b]) > 0.5
         sure = np.array(clear)
         np.testing.assert_array_equal(got[sure], np.array(want)[sure], err_msg=f"scenario {b}")
         agreed += int(sure.sum())
@@ -150,18 +153,16 @@ def _observation(scenario, occlusion: bool) -> np.ndarray:
 def test_pedestrian_behind_a_parked_car_is_hidden_until_it_steps_out():
     scene = make_record("occluded_pedestrian", {"tta": 2.0}).scenario  # ego, parked car, pedestrian
     seen, hidden = _observation(scene, False), _observation(scene, True)
-    present = slice(4 + 3, None, 4)  # the present flags of neighbours -2, -1, +1, +2
-    np.testing.assert_array_equal(seen[present], [0, 0, 1, 1])
-    np.testing.assert_array_equal(hidden[present], [0, 0, 1, 0])  # +2, the pedestrian, is hidden
+    # the present flags of neighbours -2, -1, +1, +2
+    np.testing.assert_array_equal(neighbour_present(seen), [0, 0, 1, 1])
+    np.testing.assert_array_equal(neighbour_present(hidden), [0, 0, 1, 0])  # +2, the pedestrian, is hidden
     np.testing.assert_array_equal(hidden[:16], seen[:16])  # all else, the parked car included
     np.testing.assert_array_equal(hidden[16:], 0.0)
     # the pedestrian one step out past the car's road-side face: its left corners are seen
     out = dataclasses.replace(scene.agents, y=scene.agents.y.copy())
-    out.y[2] = -(0.5 * 3.5 + 0.5) + 0.3
-    np.testing.assert_array_equal(
-        _observation(dataclasses.replace(scene, agents=out), True),
-        _observation(dataclasses.replace(scene, agents=out), False),
-    )
+    out.y[2] = -(0.5 * LANE_WIDTH + PARK_CLEARANCE) + 0.3  # the car's road-side face + 0.3 m
+    stepped = dataclasses.replace(scene, agents=out)
+    np.testing.assert_array_equal(_observation(stepped, True), _observation(stepped, False))
     # nothing in the way: the same pedestrian without the parked car is seen
     bare = make_record("crossing_pedestrian", {"tta": 2.0}).scenario
     np.testing.assert_array_equal(_observation(bare, True), _observation(bare, False))

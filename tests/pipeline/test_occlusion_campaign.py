@@ -15,11 +15,11 @@ from drivesim.scenarios.catalogue import FAMILIES
 COUNTING_POLICY = """
 import jax.numpy as jnp
 
-from drivesim.core.policies import EgoPolicy
+from drivesim.core import EgoPolicy, neighbour_present
 
 
 def _count(params, ego, config):
-    seen = jnp.sum(ego.observe()[7::4])
+    seen = jnp.sum(neighbour_present(ego.observe()))
     return -seen, ego.lane_tan
 
 
