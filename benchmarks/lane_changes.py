@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     parser.add_argument("--scenarios", type=int, default=512)
     parser.add_argument("--agents", type=int, default=32, help="agents per highway scenario")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--variants", default="base,w12e5,w12e10")
+    parser.add_argument("--variants", default="base,w6e5,w6e10,w12e5")
     args = parser.parse_args(argv)
     scenarios, repeats = (64, 1) if args.quick else (args.scenarios, args.repeats)
     import jax

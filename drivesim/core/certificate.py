@@ -74,15 +74,15 @@ def window_certified(
     cross_sep: Array,
     axis: Array,
     window: int,
-    front_clear: Array | None = None,
+    exact_leaders: bool = False,
 ) -> Array:
     """Whether the window search was provably exact for every agent this step; () bool.
 
     a: SortedAgents (x, y, valid, length, width, lane_width, group rows); proj: their
     Projection; lead_gap: (N,) gap to the window's leader (+inf none); reach: () largest
     box diagonal; cross_sep: () from :func:`cross_group_separation`; axis: (2,) sort axis;
-    front_clear: optional (N,) bool, proven to have no leader at all (core.mobil.front_clear,
-    for groups shared by several lanes, where an agent without a leader is not the last).
+    exact_leaders: the leaders come from all pairs (the lane-change mode,
+    core.neighbours.leader_search), so only collisions and other groups need the proof.
     """
     group = a.group
     key = interactions.sort_key(a.x, a.y, a.valid, axis)
@@ -118,8 +118,8 @@ def window_certified(
     lo = -corridor + jnp.where(forward, 0.0, reach_along)
     none_ahead, none_behind = ahead_min == jnp.inf, behind_max == -jnp.inf  # (inf > inf is False)
     lead_ok = (none_ahead | (ahead_min - key > hi)) & (none_behind | (behind_max - key < lo))
-    if front_clear is not None:
-        lead_ok = lead_ok | (front_clear & (lead_gap == jnp.inf))
+    if exact_leaders:
+        lead_ok = jnp.ones_like(lead_ok)
     # collisions in i's group: pairs (i, j) with j more than ``window`` places after i
     far = _beyond(slot_key, group, window + 1, jnp.inf) - descent
     coll_ok = far - key > reach + EPS

@@ -83,8 +83,12 @@ def route_groups(
 
 def all_pairs_leader_index(a, proj) -> tuple[Array, Array]:
     """Sorted slot of each agent's leader over all agents (same rule as the window
-    search: ahead along the lane tangent, centre inside the lane, nearest) and whether
-    there is one; each (N,)."""
+    search: ahead along the lane tangent, centre inside the lane, nearest; ties: the lowest
+    slot) and whether there is one; each (N,).
+
+    Two fused reductions over the (N, N) pairs, a min of the distances and then a min of
+    the slots at that distance: ``argmin``'s paired reduction cost about 4x more on the
+    CPU (BENCHMARKS.md, "Exact leaders with lane changes")."""
     rx = a.x[None, :] - a.x[:, None]
     ry = a.y[None, :] - a.y[:, None]
     ds = rx * proj.tx[:, None] + ry * proj.ty[:, None]
@@ -93,16 +97,18 @@ def all_pairs_leader_index(a, proj) -> tuple[Array, Array]:
     cand = a.valid[:, None] & a.valid[None, :] & ~jnp.eye(n, dtype=bool)
     cand = cand & (ds > 0.0) & (jnp.abs(lat) < 0.5 * a.lane_width[:, None])
     ds_c = jnp.where(cand, ds, jnp.inf)
-    return jnp.argmin(ds_c, axis=1), jnp.any(cand, axis=1)
+    nearest = jnp.min(ds_c, axis=1)
+    slots = jnp.arange(n, dtype=jnp.int32)
+    has = nearest < jnp.inf
+    first = jnp.min(jnp.where(ds_c == nearest[:, None], slots[None, :], n), axis=1)
+    return jnp.where(has, first, 0), has
 
 
 def all_pairs_leaders(a, proj) -> tuple[Array, Array, Array]:
     """Leader of every agent over all agents (:func:`all_pairs_leader_index`): its sorted
     slot (-1: none), the gap bumper to bumper (+inf: none) and its speed; each (N,)."""
-    n = a.x.shape[0]
     j, has = all_pairs_leader_index(a, proj)
-    pick = lambda v: jnp.sum(jnp.where(jnp.arange(n)[None, :] == j[:, None], v[None, :], 0.0), axis=1)  # noqa: E731
-    lx, ly, lv, ll = pick(a.x), pick(a.y), pick(a.speed), pick(a.length)
+    lx, ly, lv, ll = jnp.take(jnp.stack([a.x, a.y, a.speed, a.length]), j, axis=1)
     gap = (lx - a.x) * proj.tx + (ly - a.y) * proj.ty - 0.5 * (a.length + ll)
     return jnp.where(has, j, -1), jnp.where(has, gap, jnp.inf), jnp.where(has, lv, 0.0)
 

@@ -19,8 +19,8 @@ whose corridor the certificate checks) stays the old lane until its centre lies 
 target lane (checked on decision steps), then becomes the target lane: it keeps braking for
 its old leader while it is still in front of it, and every follower sees it by the leader rule
 (centre inside the follower's lane). Every lane of the road is one sorted group in this mode
-(core.exact.route_groups), so the window search covers the neighbouring lanes; the certificate
-proves agents without a leader clear with :func:`front_clear`.
+(core.exact.route_groups), so the window search covers the neighbouring lanes for collisions;
+leaders come from all pairs (core.neighbours.leader_search).
 
 Per-agent rows (``SortedAgents.lane``): LANE_ROWS. Every function works on one scenario.
 """
@@ -44,7 +44,6 @@ from drivesim.core.types import (
 
 LANE_ROWS = ("politeness", "b_safe", "threshold", "duration", "enabled", "target", "shift", "d0", "t0")
 NEVER = -1.0e9  # t0 of an agent that has not changed lanes (its last change is long over)
-EPS = 0.01  # [m] slack for float32 rounding in the lane-front certificate (conservative side)
 ADJACENT_TOL = 0.5  # [m] lanes whose centre lines are mean-width apart within this are adjacent
 
 
@@ -289,27 +288,3 @@ def _switch(a, road: RoadMap, fr: LaneFrames, lateral: Array):
     props = jnp.concatenate([props[: len(PROP_ROWS)]] + rows, axis=0)
     lane = lane.at[LANE_ROWS.index("shift")].set(jnp.where(crossed, 0.0, lane_row(lane, "shift")))
     return replace(a, props=props, lane=lane)
-
-
-def front_clear(a, road: RoadMap) -> Array:
-    """(N,) bool: no other present agent's centre lies within (half a lane width + EPS) of
-    the agent's own straight lane and more than -EPS ahead of it along that lane; then the
-    agent has no leader whatever the window saw (the certificate's case of an agent without
-    a leader in a sorted group shared by several lanes). Per lane, the two largest along
-    coordinates of the lane's agents: O(L N)."""
-    fr = lane_frames(road)
-    num_lanes = fr.ax.shape[0]
-    along, lateral = _in_frames(a.x, a.y, fr)
-    member = (jnp.abs(lateral) < 0.5 * fr.width[:, None] + EPS) & a.valid[None, :]
-    key = jnp.where(member, along, -jnp.inf)
-    first = jnp.max(key, axis=1)
-    top = jnp.argmax(key, axis=1)
-    second = jnp.max(jnp.where(jnp.arange(key.shape[1])[None, :] == top[:, None], -jnp.inf, key), axis=1)
-    own = (a.route[:, None] == jnp.arange(num_lanes)[None, :]).astype(jnp.float32)
-    mine = jnp.sum(own * along.T, axis=1)  # the agent's along-coordinate in its own lane
-    n = a.x.shape[0]
-    is_top = jnp.sum(own * (top[None, :] == jnp.arange(n)[:, None]), axis=1) > 0.5
-    finite = lambda v: jnp.where(jnp.isfinite(v), v, -1e30)  # noqa: E731  (0 * inf is NaN)
-    others = jnp.where(is_top, _mm(own, finite(second)), _mm(own, finite(first)))
-    straight = _mm(own, fr.usable.astype(jnp.float32)) > 0.5
-    return straight & (others < mine - EPS)

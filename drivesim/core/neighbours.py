@@ -77,8 +77,13 @@ def zone_capacity(config: SimConfig, agents: int) -> int:
 def leader_search(a, proj, axis: Array, config: SimConfig, zone=None) -> tuple[Array, Array, Array]:
     """Sorted slot of each agent's leader (-1: none), the gap to it (bumper to bumper
     along the tangent, +inf: none) and its speed; each (N,). axis: (2,) sort axis; zone: the
-    step's ZoneSearch (None: the window alone)."""
-    if config.neighbours == "all_pairs":
+    step's ZoneSearch (None: the window alone).
+
+    With lane changes the leaders come from all pairs (core.exact), exact by
+    construction: every lane is one sorted group then, and on roads of four or five lanes
+    the window held too few members of each lane to prove them (a third of the highway
+    scenarios went to the fallback; BENCHMARKS.md, "Exact leaders with lane changes")."""
+    if config.neighbours == "all_pairs" or config.lane_changes:
         return exact.all_pairs_leaders(a, proj)
     slot = jnp.arange(a.x.shape[0], dtype=jnp.int32)
     forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0

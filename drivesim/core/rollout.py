@@ -150,9 +150,9 @@ def _certified(a, proj, lead_gap, scenario: Scenario, config: SimConfig, *, reac
     on the all-pairs path). reach, cross_sep: SimState's; zone: the step's ZoneSearch."""
     if config.neighbours == "all_pairs":
         return jnp.ones((), bool)
-    front = mobil.front_clear(a, scenario.road) if config.lane_changes else None
+    exact_leaders = bool(config.lane_changes)  # from all pairs (neighbours.leader_search)
     proof = certificate.window_certified(
-        a, proj, lead_gap, reach, cross_sep, scenario.road.sort_axis, config.window, front
+        a, proj, lead_gap, reach, cross_sep, scenario.road.sort_axis, config.window, exact_leaders
     )
     return proof & zone.fits
 

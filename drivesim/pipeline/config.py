@@ -30,7 +30,6 @@ IDENTITY_FIELDS = (
     "lane_changes",
     "occlusion",
 )
-LANE_CHANGE_WINDOW = 12  # neighbour window with lane changes (every lane one sorted group)
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,8 @@ class CampaignConfig:
         the family's own distribution); max_agents: upper end of the drawn agent count
         (None: the family's default).
     lane_changes: MOBIL lane changes of the IDM agents (SimConfig.lane_changes with the
-        LaneChangeConfig defaults, neighbour window LANE_CHANGE_WINDOW).
+        LaneChangeConfig defaults; the default neighbour window, since the leaders come
+        from all pairs in that mode).
     occlusion: the ego's observation leaves out agents hidden behind others
         (SimConfig.occlusion; it changes only policies that observe: MLP and user policies).
     loader_threads: host loader threads; prefetch: bounded host queue depth (batches).
@@ -126,7 +126,7 @@ def sim_config(config: CampaignConfig, policy: str):
 
     base = SimConfig(num_steps=config.num_steps, policy=policy, occlusion=config.occlusion)
     if config.lane_changes:
-        return dataclasses.replace(base, lane_changes=LaneChangeConfig(), window=LANE_CHANGE_WINDOW)
+        return dataclasses.replace(base, lane_changes=LaneChangeConfig())
     return base
 
 
