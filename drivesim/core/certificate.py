@@ -69,20 +69,19 @@ def _beyond(key: Array, group: Array, offset: int, fill) -> Array:
 def window_certified(
     a,
     proj,
-    lead_gap: Array,
+    lead_gap: Array | None,
     reach: Array,
     cross_sep: Array,
     axis: Array,
     window: int,
-    exact_leaders: bool = False,
 ) -> Array:
     """Whether the window search was provably exact for every agent this step; () bool.
 
     a: SortedAgents (x, y, valid, length, width, lane_width, group rows); proj: their
-    Projection; lead_gap: (N,) gap to the window's leader (+inf none); reach: () largest
-    box diagonal; cross_sep: () from :func:`cross_group_separation`; axis: (2,) sort axis;
-    exact_leaders: the leaders come from all pairs (the lane-change mode,
-    core.neighbours.leader_search), so only collisions and other groups need the proof.
+    Projection; lead_gap: (N,) gap to the window's leader (+inf none), or None where the
+    leaders come from all pairs (core.neighbours.leaders_from_all_pairs) and only collisions
+    and other groups need the proof; reach: () largest box diagonal; cross_sep: () from
+    :func:`cross_group_separation`; axis: (2,) sort axis.
     """
     group = a.group
     key = interactions.sort_key(a.x, a.y, a.valid, axis)
@@ -90,36 +89,39 @@ def window_certified(
     # entry or exit position, so the chain of keys through them bounds the present ones
     slot_key = interactions.sort_key(a.x, a.y, a.base_valid, axis)
     descent = _descent(slot_key, group, a.base_valid)
-    slack = min(interactions.BEHIND_SLACK, window)
-    ta = proj.tx * axis[0] + proj.ty * axis[1]
-    na = jnp.abs(-proj.ty * axis[0] + proj.tx * axis[1])
-    forward = ta >= 0.0
-    # leaders in i's group: bounds on the nearest unexamined keys ahead of and behind i
-    ahead_min = (
-        jnp.where(
-            forward,
-            _beyond(slot_key, group, window + 1, jnp.inf),
-            _beyond(slot_key, group, slack + 1, jnp.inf),
+
+    def leaders_ok() -> Array:
+        """(N,) bool: leaders in i's group, from bounds on the nearest unexamined keys ahead
+        of and behind i."""
+        slack = min(interactions.BEHIND_SLACK, window)
+        ta = proj.tx * axis[0] + proj.ty * axis[1]
+        na = jnp.abs(-proj.ty * axis[0] + proj.tx * axis[1])
+        forward = ta >= 0.0
+        ahead_min = (
+            jnp.where(
+                forward,
+                _beyond(slot_key, group, window + 1, jnp.inf),
+                _beyond(slot_key, group, slack + 1, jnp.inf),
+            )
+            - descent
         )
-        - descent
-    )
-    behind_max = (
-        jnp.where(
-            forward,
-            _beyond(slot_key, group, -slack - 1, -jnp.inf),
-            _beyond(slot_key, group, -window - 1, -jnp.inf),
+        behind_max = (
+            jnp.where(
+                forward,
+                _beyond(slot_key, group, -slack - 1, -jnp.inf),
+                _beyond(slot_key, group, -window - 1, -jnp.inf),
+            )
+            + descent
         )
-        + descent
-    )
-    corridor = (0.5 * a.lane_width + jnp.abs(proj.d)) * na + EPS
-    bound = lead_gap + 0.5 * a.length + 0.5 * reach + EPS  # >= the leader's ds (+inf: none)
-    reach_along = jnp.where(ta == 0.0, 0.0, bound * ta)
-    hi = corridor + jnp.where(forward, reach_along, 0.0)
-    lo = -corridor + jnp.where(forward, 0.0, reach_along)
-    none_ahead, none_behind = ahead_min == jnp.inf, behind_max == -jnp.inf  # (inf > inf is False)
-    lead_ok = (none_ahead | (ahead_min - key > hi)) & (none_behind | (behind_max - key < lo))
-    if exact_leaders:
-        lead_ok = jnp.ones_like(lead_ok)
+        corridor = (0.5 * a.lane_width + jnp.abs(proj.d)) * na + EPS
+        bound = lead_gap + 0.5 * a.length + 0.5 * reach + EPS  # >= the leader's ds (+inf: none)
+        reach_along = jnp.where(ta == 0.0, 0.0, bound * ta)
+        hi = corridor + jnp.where(forward, reach_along, 0.0)
+        lo = -corridor + jnp.where(forward, 0.0, reach_along)
+        none_ahead, none_behind = ahead_min == jnp.inf, behind_max == -jnp.inf  # inf > inf: False
+        return (none_ahead | (ahead_min - key > hi)) & (none_behind | (behind_max - key < lo))
+
+    lead_ok = True if lead_gap is None else leaders_ok()  # None: leaders from all pairs
     # collisions in i's group: pairs (i, j) with j more than ``window`` places after i
     far = _beyond(slot_key, group, window + 1, jnp.inf) - descent
     coll_ok = far - key > reach + EPS

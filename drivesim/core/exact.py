@@ -99,9 +99,9 @@ def all_pairs_leader_index(a, proj) -> tuple[Array, Array]:
     ds_c = jnp.where(cand, ds, jnp.inf)
     nearest = jnp.min(ds_c, axis=1)
     slots = jnp.arange(n, dtype=jnp.int32)
-    has = nearest < jnp.inf
+    # without a candidate every slot is at distance +inf, so the first is slot 0
     first = jnp.min(jnp.where(ds_c == nearest[:, None], slots[None, :], n), axis=1)
-    return jnp.where(has, first, 0), has
+    return first, nearest < jnp.inf
 
 
 def all_pairs_leaders(a, proj) -> tuple[Array, Array, Array]:

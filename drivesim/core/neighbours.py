@@ -74,16 +74,20 @@ def zone_capacity(config: SimConfig, agents: int) -> int:
     return int(config.junction_capacity)
 
 
+def leaders_from_all_pairs(config: SimConfig) -> bool:
+    """Whether :func:`leader_search` takes the leaders from all pairs (core.exact), exact by
+    construction: on the all-pairs path, and with lane changes. Every lane is one sorted
+    group then, and on roads of four or five lanes the window held too few members of each
+    lane to prove the leaders (a third of the highway scenarios went to the fallback;
+    BENCHMARKS.md, "Exact leaders with lane changes")."""
+    return config.neighbours == "all_pairs" or bool(config.lane_changes)
+
+
 def leader_search(a, proj, axis: Array, config: SimConfig, zone=None) -> tuple[Array, Array, Array]:
     """Sorted slot of each agent's leader (-1: none), the gap to it (bumper to bumper
     along the tangent, +inf: none) and its speed; each (N,). axis: (2,) sort axis; zone: the
-    step's ZoneSearch (None: the window alone).
-
-    With lane changes the leaders come from all pairs (core.exact), exact by
-    construction: every lane is one sorted group then, and on roads of four or five lanes
-    the window held too few members of each lane to prove them (a third of the highway
-    scenarios went to the fallback; BENCHMARKS.md, "Exact leaders with lane changes")."""
-    if config.neighbours == "all_pairs" or config.lane_changes:
+    step's ZoneSearch (None: the window alone, unused where :func:`leaders_from_all_pairs`)."""
+    if leaders_from_all_pairs(config):
         return exact.all_pairs_leaders(a, proj)
     slot = jnp.arange(a.x.shape[0], dtype=jnp.int32)
     forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0

@@ -150,10 +150,9 @@ def _certified(a, proj, lead_gap, scenario: Scenario, config: SimConfig, *, reac
     on the all-pairs path). reach, cross_sep: SimState's; zone: the step's ZoneSearch."""
     if config.neighbours == "all_pairs":
         return jnp.ones((), bool)
-    exact_leaders = bool(config.lane_changes)  # from all pairs (neighbours.leader_search)
-    proof = certificate.window_certified(
-        a, proj, lead_gap, reach, cross_sep, scenario.road.sort_axis, config.window, exact_leaders
-    )
+    lead = None if neighbours.leaders_from_all_pairs(config) else lead_gap  # None: nothing to prove
+    axis = scenario.road.sort_axis
+    proof = certificate.window_certified(a, proj, lead, reach, cross_sep, axis, config.window)
     return proof & zone.fits
 
 
