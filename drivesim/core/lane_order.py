@@ -12,7 +12,8 @@ l. The rules, those of the float64 reference (tests/core/mobil_reference):
 Each member's place in its lane's order by (coordinate, index) comes from integer
 compare-and-count passes over the L N^2 (lane, agent, member) triples, which XLA:CPU runs as fused
 loops, up to COUNT_MAX_AGENTS agents, and from two sorts per lane above; the answer for
-agent i is the member at the place given by the count of members at or behind i. Members are
+agent i is the member at the place given by the count of members at or behind i (found by
+one more counting pass, or read from the sorted order). Members are
 ordered by their coordinates, where the all-pairs search this replaced compared rounded
 float32 distances: the two differ only where two members' distances to i round to the same
 float32. Every function works on one scenario.
@@ -56,20 +57,16 @@ def every_lane(along: Array, lateral: Array, width: Array, valid: Array, claims:
     n = along.shape[1]
     finite = jnp.isfinite(along)
     member = ((jnp.abs(lateral) < 0.5 * width[:, None]) | claims.T) & valid[None, :] & finite
-    index = jnp.arange(n, dtype=jnp.int32)
-    places = _places_by_count if n <= COUNT_MAX_AGENTS else _places_by_sort
-    at_up, at_down = places(along, member)
     key, query, is_member = along[:, None, :], along[:, :, None], member[:, None, :]  # [l, i, j]
     members = jnp.sum(member.astype(jnp.int32), axis=1)[:, None]
     at_or_behind = jnp.sum((is_member & (key <= query)).astype(jnp.int32), axis=2)
     behind = jnp.where(finite, at_or_behind, members)  # members at or behind each agent
-    pick = lambda order, pos: jnp.take_along_axis(order, jnp.clip(pos, 0, n - 1), axis=1)  # noqa: E731
     has_lead = behind < members
-    lead = jnp.where(has_lead, pick(at_up, behind), n)
-    last = pick(at_down, behind - 1)  # ties: the lowest index is last in the (coordinate, -index) order
-    follow_pos = behind - 1 - (last == index[None, :]).astype(jnp.int32)  # not the agent itself
+    search = _neighbours_by_count if n <= COUNT_MAX_AGENTS else _neighbours_by_sort
+    lead, follow_pos, follow = search(along, member, behind)
+    lead = jnp.where(has_lead, lead, n)
     has_follow = (follow_pos >= 0) & finite
-    follow = jnp.where(has_follow, pick(at_down, follow_pos), n)
+    follow = jnp.where(has_follow, follow, n)
     along_of = lambda who: jnp.take_along_axis(along, jnp.minimum(who, n - 1), axis=1)  # noqa: E731
     return LaneNeighbours(
         lead=lead,
@@ -81,32 +78,43 @@ def every_lane(along: Array, lateral: Array, width: Array, valid: Array, claims:
     )
 
 
-def _places_by_count(along: Array, member: Array) -> tuple[Array, Array]:
-    """(at_up, at_down) (L, N) int32: the member at each place of its lane's order by
-    (coordinate, index) and by (coordinate, -index) (0 past the last member); along /
-    member (L, N). Each member's place is the count of members before it."""
+def _neighbours_by_count(along: Array, member: Array, behind: Array) -> tuple[Array, Array, Array]:
+    """(lead, follow place, follow) (L, N) int32 of every agent in every lane, from counts over
+    the (lane, agent, member) triples; along / member (L, N); behind (L, N): members at or
+    behind each agent. Lead: the member at place ``behind`` of the (coordinate, index) order;
+    follow: the last member at or behind the agent in the (coordinate, -index) order, other
+    than the agent. Values where there is none are unspecified."""
     n = along.shape[1]
     index = jnp.arange(n, dtype=jnp.int32)
     key, query, is_member = along[:, None, :], along[:, :, None], member[:, None, :]  # [l, i, j]
     count = lambda hit: jnp.sum(hit.astype(jnp.int32), axis=2)  # noqa: E731  (int sums: fast on XLA:CPU)
     lower = index[None, None, :] < index[None, :, None]  # [., i, j]: j < i
     higher = index[None, None, :] > index[None, :, None]
-    up = count(is_member & ((key < query) | ((key == query) & lower)))
+    up = count(is_member & ((key < query) | ((key == query) & lower)))  # each member's place
     down = count(is_member & ((key < query) | ((key == query) & higher)))
-    place = index[None, :, None]  # [., r, j]
-    at_up = jnp.sum(jnp.where(member[:, None, :] & (up[:, None, :] == place), index, 0), axis=2)
-    at_down = jnp.sum(jnp.where(member[:, None, :] & (down[:, None, :] == place), index, 0), axis=2)
-    return at_up, at_down
+
+    def at(place: Array, wanted: Array) -> Array:
+        """The member whose place is ``wanted`` (L, N): a sum over the pairs, which XLA:CPU
+        runs faster than a gather from the inverse order."""
+        hit = is_member & (place[:, None, :] == wanted[:, :, None])
+        return jnp.sum(jnp.where(hit, index, 0), axis=2)
+
+    follow_pos = behind - 1 - (member & (down == behind - 1)).astype(jnp.int32)  # not the agent itself
+    return at(up, behind), follow_pos, at(down, follow_pos)
 
 
-def _places_by_sort(along: Array, member: Array) -> tuple[Array, Array]:
-    """:func:`_places_by_count` from two sorts per lane (members first, by coordinate)."""
+def _neighbours_by_sort(along: Array, member: Array, behind: Array) -> tuple[Array, Array, Array]:
+    """:func:`_neighbours_by_count` from two sorts per lane (members first, by coordinate)."""
     n = along.shape[1]
     key = jnp.where(member, along, jnp.inf)
     index = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], along.shape)
     _k, at_up = jax.lax.sort((key, index), dimension=1, num_keys=2)
     _k, minus = jax.lax.sort((key, -index), dimension=1, num_keys=2)
-    return at_up, -minus
+    at_down = -minus
+    pick = lambda order, pos: jnp.take_along_axis(order, jnp.clip(pos, 0, n - 1), axis=1)  # noqa: E731
+    last = pick(at_down, behind - 1)  # ties: the lowest index is last in the (coordinate, -index) order
+    follow_pos = behind - 1 - (last == index).astype(jnp.int32)
+    return pick(at_up, behind), follow_pos, pick(at_down, follow_pos)
 
 
 def in_lane(lanes: LaneNeighbours, lane: Array) -> LaneNeighbours:

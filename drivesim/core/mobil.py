@@ -139,11 +139,9 @@ def _in_frames(x: Array, y: Array, fr: LaneFrames) -> tuple[Array, Array]:
 
 
 def _mm(x: Array, y: Array) -> Array:
-    """x @ y for a 0/1 (selection) matrix x (N, K) and y (K,) or (K, M), as a fused
+    """x @ y (N,) for a 0/1 (selection) matrix x (N, K) and y (K,), as a fused
     multiply-and-sum: exact, and XLA:CPU runs a batch of small dots one call at a time."""
-    if y.ndim == 1:
-        return jnp.sum(x * y[None, :], axis=1)
-    return jnp.sum(x[:, :, None] * y[None, :, :], axis=1)
+    return jnp.sum(x * y[None, :], axis=1)
 
 
 def _segments_of(road: RoadMap, route: Array) -> RouteSegments:
@@ -181,8 +179,14 @@ def _gaps(a, nb: LaneNeighbours, lead: Array, follow: Array) -> tuple[Array, Arr
     return lead_gap, follow_gap
 
 
+def _usable(fr: LaneFrames, route: Array) -> Array:
+    """(N,) bool: route (N,) int32 is a usable lane of ``fr`` (out of range: not)."""
+    inside = (route >= 0) & (route < fr.usable.shape[0])
+    return inside & fr.usable[jnp.clip(route, 0, fr.usable.shape[0] - 1)]
+
+
 def _lane_of(onehot: Array) -> Array:
-    """The lane index (N,) int32 of each row of ``onehot`` (N, L); -1 for a row of zeros."""
+    """The lane index (R,) int32 of each row of ``onehot`` (R, L); -1 for a row of zeros."""
     return jnp.where(jnp.sum(onehot, axis=1) > 0.5, jnp.argmax(onehot, axis=1), -1)
 
 
@@ -225,12 +229,11 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     along, lateral = _in_frames(a.x, a.y, fr)
     a = _switch(a, road, fr, lateral)
     lane = a.lane
-    own = (a.route[:, None] == jnp.arange(num_lanes)[None, :]).astype(jnp.float32)
-    own = own * fr.usable[None, :].astype(jnp.float32)
+    own_lane = jnp.where(_usable(fr, a.route), a.route, -1)  # (N,) int32, -1: no usable lane
     changing = lane_row(lane, "shift") != 0.0
     claims = (lane_row(lane, "target")[:, None] == jnp.arange(num_lanes)[None, :]) & changing[:, None]
     lanes = every_lane(along, lateral, fr.width, a.valid, claims)
-    current = in_lane(lanes, _lane_of(own))
+    current = in_lane(lanes, own_lane)
     cur_lead = rows_of(_table(a, a.speed), current.lead)  # the accel column is unused here
     cur_gap = current.lead_ds - 0.5 * (a.length + _col(cur_lead, "length"))
     acc_now = follow_acceleration(a.speed, cur_gap, _col(cur_lead, "speed"), a.idm)
@@ -248,7 +251,9 @@ def decide(a, road: RoadMap, t: Array, dt: float):
     ready = a.valid & (lane_row(lane, "enabled") > 0.5) & idle
     sides = []
     for adj in (left, right):
-        target = _lane_of(_mm(own, adj))
+        # the lane beside each lane, read at the agent's lane (an (N, L) x (L, L) product
+        # here cost more than the rest of the side's MOBIL on XLA:CPU)
+        target = jnp.where(own_lane >= 0, _lane_of(adj)[jnp.maximum(own_lane, 0)], -1)
         ok, incentive, offset = side_incentive(a, lane, target, table, (acc_o, acc_o_new), lanes)
         sides.append((ok & ready, incentive, offset, target))
     (ok_l, inc_l, off_l, to_l), (ok_r, inc_r, off_r, to_r) = sides

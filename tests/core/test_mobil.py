@@ -112,6 +112,22 @@ def test_decisions_match_the_numpy_reference():
     assert agreed > 150 and changed > 10, (agreed, changed)
 
 
+def test_no_change_into_or_out_of_an_unusable_lane():
+    """With lane 2 of 3 marked invalid, nobody targets it and its agents keep their lane,
+    while lanes 0 and 1 still trade agents (the same traffic with every lane valid too)."""
+    moved = {True: 0, False: 0}
+    for seed in range(20):
+        sc, traffic = _traffic(seed)
+        for valid in (True, False):
+            road = replace(sc.road, lane_valid=np.array([True, True, valid]))
+            got = np.asarray(_decide(jax.tree_util.tree_map(jnp.asarray, replace(sc, road=road)), CONFIG))
+            changed = got != traffic.lane
+            if not valid:
+                assert not np.any(changed & ((got == 2) | (traffic.lane == 2))), (seed, got, traffic.lane)
+            moved[valid] += int(np.sum(changed & (got < 2) & (traffic.lane < 2)))
+    assert moved[False] > 3 and moved[True] > 3, moved
+
+
 TRAJ = dataclasses.replace(CONFIG, num_steps=80)
 
 
