@@ -281,11 +281,12 @@ def _switch(a, road: RoadMap, fr: LaneFrames, lateral: Array):
     target = lane_row(lane, "target").astype(jnp.int32)
     onehot = (target[:, None] == jnp.arange(num_lanes)[None, :]).astype(jnp.float32)
     offset = jnp.sum(onehot * lateral.T, axis=1)
-    crossed = (lane_row(lane, "shift") != 0.0) & (jnp.abs(offset) < 0.5 * _mm(onehot, fr.width))
+    target_width = _mm(onehot, fr.width)  # (N,) [m] (fr.width: the road's lane widths)
+    crossed = (lane_row(lane, "shift") != 0.0) & (jnp.abs(offset) < 0.5 * target_width)
     route = jnp.where(crossed, target, a.route)
     props = a.props
     props = props.at[PROP_ROWS.index("route")].set(route.astype(jnp.float32))
-    width = jnp.where(crossed, _mm(onehot, road.widths), a.lane_width)
+    width = jnp.where(crossed, target_width, a.lane_width)
     props = props.at[PROP_ROWS.index("lane_width")].set(width)
     seg = _segments_of(road, route)
     old = a.seg
