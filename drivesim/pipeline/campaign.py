@@ -24,7 +24,7 @@ from typing import Any
 import jax
 
 from drivesim.parallel.memory import host_rss
-from drivesim.pipeline import fingerprint, sessions, verify
+from drivesim.pipeline import fingerprint, program_identity, sessions, verify
 from drivesim.pipeline import results as res
 from drivesim.pipeline import sources as src
 from drivesim.pipeline.config import (
@@ -99,7 +99,8 @@ class _Outcome:
 
 def prepare_directory(config: CampaignConfig) -> CampaignConfig:
     """Create the campaign directory and its config; on a rerun check it is the same campaign
-    (config fields, input fingerprints, campaign.toml) and reconcile the ledger with the shards.
+    (config fields, input fingerprints, campaign.toml), note a program that differs from the
+    one it started with (pipeline.program_identity) and reconcile the ledger with the shards.
     The caller holds the directory's CampaignLock."""
     directory = pathlib.Path(config.out)
     directory.mkdir(parents=True, exist_ok=True)
@@ -108,10 +109,12 @@ def prepare_directory(config: CampaignConfig) -> CampaignConfig:
     else:
         write_config(config, directory)
     fingerprint.check_and_record(directory, config)
+    changed_program = program_identity.check_and_record(directory)
     remove_dead_temporaries(directory)
     report = verify.reconcile(directory)
     found = [line for line in report.lines()[1:] if not line.endswith("(Parquet footer checked)")]
-    if found:  # said at the end of the run: what was redone, what was ignored
+    found = changed_program + found
+    if found:  # said at the end of the run: another program, what was redone, what was ignored
         found = [f"{line} -> redone" if line.startswith(("missing", "damaged")) else line for line in found]
         config = replace(config, notes=config.notes + tuple(found))
     return config

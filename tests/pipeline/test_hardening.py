@@ -132,6 +132,29 @@ def test_campaign_of_an_older_generator_refuses_resume(copy):
         _rerun(copy)
 
 
+def test_resume_with_another_program_goes_on_with_a_note(reference, copy):
+    """A campaign resumed by another engine or on another processor is not refused (results
+    stay within float32 rounding) but the run's notes name what changed; the same program
+    resumes without a note."""
+    import json
+
+    from drivesim.pipeline.ledger import Ledger
+
+    assert not [n for n in _rerun(copy).notes if "another program" in n]
+    with Ledger(copy) as ledger:
+        program = json.loads(ledger.meta()["program"])
+        assert set(program) == {"engine", "jax", "platform", "device", "fma_free"}
+        ledger.set_meta(program=json.dumps({**program, "engine": "0" * 16, "device": "AMD EPYC 7B13"}))
+    _shard(copy).unlink()  # one batch is redone by this program
+    result = _rerun(copy)
+    (note,) = [n for n in result.notes if "another program" in n]
+    assert "engine '0000000000000000' -> " in note and "device 'AMD EPYC 7B13' -> " in note
+    assert "jax" not in note and result.done == COUNT
+    assert _same(results.results_table(copy), reference[1])
+    with Ledger(copy) as ledger:  # the record keeps the program the campaign started with
+        assert json.loads(ledger.meta()["program"])["device"] == "AMD EPYC 7B13"
+
+
 def test_edited_campaign_toml_refuses_resume(copy):
     toml = copy / "campaign.toml"
     toml.write_text(toml.read_text().replace("num_steps = 10", "num_steps = 40"))

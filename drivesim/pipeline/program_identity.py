@@ -1,0 +1,81 @@
+"""What computed a campaign's results: the engine's code, JAX, the processor, the determinism mode.
+
+Per-scenario results are bitwise reproducible for one program on one kind of processor
+(README, "Determinism"). They are not across processor models: XLA:CPU compiles for the host,
+and an Intel Xeon gives other last bits than an AMD EPYC for the same program (measured on the
+intersection generator, BENCHMARKS.md "Results across processors"). Neither are they across
+engine changes. So the first start of a campaign records its program in the ledger's ``meta``
+(``program``), and a resume whose program differs goes on (its results stay within float32
+rounding of the earlier ones) with a note naming what changed, since the rows written before
+and after may then differ in the last bits.
+
+``engine`` is a SHA-256 over the source of the packages that decide results (drivesim.core and
+the synthetic families), so an edit of the engine counts and a reinstall of the same code does
+not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+import platform
+
+import jax
+
+from drivesim.parallel import determinism
+from drivesim.pipeline.ledger import Ledger
+
+RESULT_PACKAGES = ("core", "scenarios/families")  # under drivesim/: the code that decides results
+
+
+def engine_digest() -> str:
+    """SHA-256 (first 16 hex digits) of the .py files of RESULT_PACKAGES, by relative path."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for package in RESULT_PACKAGES:
+        for path in sorted((root / package).glob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def processor() -> str:
+    """The processor model as the OS names it (Linux: /proc/cpuinfo), else platform's word."""
+    cpuinfo = pathlib.Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def program() -> dict[str, str]:
+    """{field: value} of the program this process runs campaigns with."""
+    device = jax.devices()[0]
+    return {
+        "engine": engine_digest(),
+        "jax": jax.__version__,
+        "platform": device.platform,
+        "device": device.device_kind if device.platform != "cpu" else processor(),
+        "fma_free": str(determinism.active()),
+    }
+
+
+def check_and_record(directory) -> list[str]:
+    """Record this process's :func:`program` at a campaign's first start; on a resume, notes
+    (one line, or none) naming each field that differs from the recorded one. The record keeps
+    the first program, so every later resume is compared with the start."""
+    now = program()
+    with Ledger(pathlib.Path(directory)) as ledger:
+        stored = ledger.meta().get("program")
+        if stored is None:
+            ledger.set_meta(program=json.dumps(now, sort_keys=True))
+            return []
+    before = json.loads(stored)
+    changed = [f"{key} {before.get(key)!r} -> {now[key]!r}" for key in now if before.get(key) != now[key]]
+    if not changed:
+        return []
+    return [
+        "resumed with another program than the campaign started with "
+        f"({'; '.join(changed)}): rows written before and after may differ in the last bits"
+    ]
