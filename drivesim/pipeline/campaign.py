@@ -14,6 +14,7 @@ import math
 import pathlib
 import platform
 import queue
+import sqlite3
 import threading
 import time
 import traceback
@@ -154,7 +155,10 @@ def run_campaign(config: CampaignConfig, progress: ProgressFn | None = None, sou
     runner = _Runner(config, progress or (lambda event: None), source)
     pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)
     with CampaignLock(config.out, jax.process_index()):
-        runner.config = prepare_directory(config)
+        try:
+            runner.config = prepare_directory(config)
+        except (OSError, sqlite3.OperationalError) as err:  # a full or read-only file system
+            raise RuntimeError(res.write_failure(config.out, err, "campaign start")) from err
         return runner.run()
 
 
@@ -399,7 +403,7 @@ class _Writer:
 
     def _check(self) -> None:
         if self.error is not None:
-            raise RuntimeError(f"result writer failed: {self.error}") from self.error
+            raise RuntimeError(res.write_failure(self.directory, self.error)) from self.error
 
     def _work(self) -> None:
         ledger = Ledger(self.directory)

@@ -9,6 +9,7 @@ with that view defined.
 
 from __future__ import annotations
 
+import errno
 import os
 import pathlib
 from dataclasses import dataclass
@@ -192,6 +193,22 @@ def write_shard(table: pa.Table, directory: pathlib.Path, batch_id: int) -> path
     os.replace(tmp, final)
     _fsync_dir(results)
     return final
+
+
+def write_failure(directory, error: BaseException, stage: str = "result writer") -> str:
+    """One line for a campaign whose write failed at ``stage``: the directory, the reason, and,
+    for a full or read-only file system, how to go on (the batches written before are durable;
+    a rerun resumes after them)."""
+    text = str(error)
+    full = getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in text
+    read_only = getattr(error, "errno", None) == errno.EROFS or "readonly database" in text
+    if not (full or read_only):
+        return f"{stage} failed in {directory}: {text}"
+    what = "no space left on the device" if full else "the file system is read-only"
+    return (
+        f"{stage} failed in {directory}: {what} ({text}); every batch written before is kept: "
+        "free space (or make it writable) and rerun the same command to resume"
+    )
 
 
 def _fsync_dir(path: pathlib.Path) -> None:
