@@ -167,9 +167,12 @@ def header_fields(data: CampaignData) -> dict[str, str]:
             devices = ", ".join(f"{n}× {k}" for k, n in _counts(parsed))
     except json.JSONDecodeError:
         pass
+    program = json.loads(meta["program"]) if meta.get("program") else {}
     return {
         "directory": str(data.root.resolve()),
         "machine": meta.get("machine") or rec.get("machine", ""),
+        "processor": program.get("device", ""),
+        "engine": program.get("engine", ""),
         "devices": str(devices),
         "device count": meta.get("device_count") or str(rec.get("device_count", "")),
         "backend": meta.get("backend") or rec.get("backend", ""),

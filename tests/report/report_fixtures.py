@@ -131,6 +131,7 @@ def write_ledger(root: Path, num_batches: int, failed_batch: int | None = None) 
         )
     meta = dict(
         machine="testhost x86_64",
+        program=json.dumps({"engine": "0123456789abcdef", "jax": "0.10.2", "device": f"Test {HOSTILE} CPU"}),
         devices=json.dumps(["cpu"] * 8),
         jax_version="0.10.2",
         backend="sharding",

@@ -54,6 +54,13 @@ def test_input_text_is_escaped(full_html):
     assert "&lt;img src=x onerror=alert(2)&gt;" in full_html  # the directory name in the header
 
 
+def test_header_names_the_program(full_html):
+    """The processor and the engine's source hash the campaign started with (ledger meta
+    ``program``), escaped."""
+    assert "<th>engine</th><td>0123456789abcdef</td>" in full_html
+    assert "<th>processor</th><td>Test &lt;script&gt;alert(1)&lt;/script&gt; CPU</td>" in full_html
+
+
 def test_script_safe_json_cannot_close_script():
     text = script_safe_json('{"a": "</script><b>&"}')
     assert "<" not in text and ">" not in text and "&" not in text
