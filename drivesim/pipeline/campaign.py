@@ -98,10 +98,11 @@ class _Outcome:
     error: str | None = None
 
 
-def prepare_directory(config: CampaignConfig) -> CampaignConfig:
+def prepare_directory(config: CampaignConfig, computes_here: bool = True) -> CampaignConfig:
     """Create the campaign directory and its config; on a rerun check it is the same campaign
     (config fields, input fingerprints, campaign.toml), note a program that differs from the
-    one it started with (pipeline.program_identity) and reconcile the ledger with the shards.
+    one it started with (pipeline.program_identity; ``computes_here`` False: a cluster driver,
+    whose workers are checked instead) and reconcile the ledger with the shards.
     The caller holds the directory's CampaignLock."""
     directory = pathlib.Path(config.out)
     directory.mkdir(parents=True, exist_ok=True)
@@ -110,7 +111,7 @@ def prepare_directory(config: CampaignConfig) -> CampaignConfig:
     else:
         write_config(config, directory)
     fingerprint.check_and_record(directory, config)
-    changed_program = program_identity.check_and_record(directory)
+    changed_program = program_identity.check_and_record(directory) if computes_here else []
     remove_dead_temporaries(directory)
     report = verify.reconcile(directory)
     found = [line for line in report.lines()[1:] if not line.endswith("(Parquet footer checked)")]

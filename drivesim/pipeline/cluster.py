@@ -139,7 +139,7 @@ def run_cluster_campaign(config: CampaignConfig, progress, source=None):
     )
     pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)
     with CampaignLock(config.out):
-        config = prepare_directory(config)
+        config = prepare_directory(config, computes_here=False)
         started = not ray.is_initialized()
         if started:
             ray.init(address=address, log_to_driver=False)
@@ -216,7 +216,15 @@ class _Driver:
                 self.ray.kill(handle, no_restart=True)
             raise
         self.device_count = sum(info["devices"] for info in infos)
+        self._check_programs(infos)
         return {info["name"]: h for info, h in zip(infos, handles, strict=True)}
+
+    def _check_programs(self, infos: list[dict]) -> None:
+        """Notes for workers that run another program (processor, engine, JAX) than the
+        campaign started with (pipeline.program_identity)."""
+        from drivesim.pipeline.program_identity import check_workers
+
+        self.notes += check_workers(self.directory, {info["name"]: info["program"] for info in infos})
 
     def _grow(self) -> None:
         """With the default worker count: start a worker for each node (GPU) that joined the
@@ -236,6 +244,7 @@ class _Driver:
             return
         self.workers[info["name"]] = handle
         self.device_count += info["devices"]
+        self._check_programs([info])
         self.notes.append(f"worker {info['name']} joined during the run")
 
     def _next(self) -> Ticket | None:

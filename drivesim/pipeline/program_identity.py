@@ -7,7 +7,9 @@ intersection generator, BENCHMARKS.md "Results across processors"). Neither are 
 engine changes. So the first start of a campaign records its program in the ledger's ``meta``
 (``program``), and a resume whose program differs goes on (its results stay within float32
 rounding of the earlier ones) with a note naming what changed, since the rows written before
-and after may then differ in the last bits.
+and after may then differ in the last bits. On a Ray cluster the driver computes nothing: the
+workers report their program when they start, the first one's is recorded, and each worker
+whose program differs gets such a note.
 
 ``engine`` is a SHA-256 over the source of the packages that decide results (drivesim.core and
 the synthetic families), so an edit of the engine counts and a reinstall of the same code does
@@ -61,21 +63,52 @@ def program() -> dict[str, str]:
     }
 
 
+def differences(before: dict, now: dict) -> list[str]:
+    """``"key 'old' -> 'new'"`` for each field of ``now`` that differs from ``before``."""
+    return [f"{key} {before.get(key)!r} -> {now[key]!r}" for key in now if before.get(key) != now[key]]
+
+
+def recorded(directory) -> dict:
+    """The program a campaign started with (empty before its first start)."""
+    with Ledger(pathlib.Path(directory)) as ledger:
+        stored = ledger.meta().get("program")
+    return json.loads(stored) if stored else {}
+
+
 def check_and_record(directory) -> list[str]:
     """Record this process's :func:`program` at a campaign's first start; on a resume, notes
     (one line, or none) naming each field that differs from the recorded one. The record keeps
     the first program, so every later resume is compared with the start."""
     now = program()
-    with Ledger(pathlib.Path(directory)) as ledger:
-        stored = ledger.meta().get("program")
-        if stored is None:
-            ledger.set_meta(program=json.dumps(now, sort_keys=True))
-            return []
-    before = json.loads(stored)
-    changed = [f"{key} {before.get(key)!r} -> {now[key]!r}" for key in now if before.get(key) != now[key]]
+    before = recorded(directory) or _record(directory, now)
+    changed = differences(before, now)
     if not changed:
         return []
     return [
         "resumed with another program than the campaign started with "
         f"({'; '.join(changed)}): rows written before and after may differ in the last bits"
     ]
+
+
+def check_workers(directory, programs: dict[str, dict]) -> list[str]:
+    """For a cluster campaign, whose driver computes nothing: record the first worker's program
+    at the first start; notes (one per worker, or none) for the workers ``programs`` ({name:
+    program}) whose program differs from the recorded one."""
+    if not programs:
+        return []
+    before = recorded(directory) or _record(directory, next(iter(programs.values())))
+    notes = []
+    for worker, now in programs.items():
+        changed = differences(before, now)
+        if changed:
+            notes.append(
+                f"worker {worker} computes with another program than the campaign started with "
+                f"({'; '.join(changed)}): its rows may differ from earlier ones in the last bits"
+            )
+    return notes
+
+
+def _record(directory, now: dict) -> dict:
+    with Ledger(pathlib.Path(directory)) as ledger:
+        ledger.set_meta(program=json.dumps(now, sort_keys=True))
+    return now

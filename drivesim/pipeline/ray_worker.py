@@ -107,8 +107,11 @@ class CampaignWorker:
         self.name = f"w{index}@{platform.node()}:{os.getpid()}"
 
     def info(self) -> dict:
-        """The worker's name, process id and device count."""
-        return dict(name=self.name, pid=os.getpid(), devices=self.device.num_devices, core=self.core)
+        """The worker's name, process id, device count and program (pipeline.program_identity)."""
+        from drivesim.pipeline.program_identity import program
+
+        devices = self.device.num_devices
+        return dict(name=self.name, pid=os.getpid(), devices=devices, core=self.core, program=program())
 
     def pid(self) -> int:
         return os.getpid()

@@ -15,7 +15,7 @@ import pytest
 from cluster_helpers import COUNT, OBJECT_STORE, assert_same_results, batch_workers, cluster_config
 from rich.console import Console
 
-from drivesim.pipeline import verify
+from drivesim.pipeline import program_identity, verify
 from drivesim.pipeline.campaign import run_campaign
 from drivesim.pipeline.worker_stats import worker_throughput
 from drivesim.report import write_dashboard
@@ -30,6 +30,9 @@ def test_two_workers_equal_the_embedded_run(tmp_path, ray_cluster, reference):
         result = run_campaign(cluster_config(tmp_path / "ray", workers=2), progress=view.update)
     assert result.done == COUNT and result.failed_batches == 0
     assert_same_results(tmp_path / "ray", reference)
+    # the workers' program is recorded (the driver computes nothing); theirs agree: no note
+    assert program_identity.recorded(tmp_path / "ray") == program_identity.program()
+    assert not [note for note in result.notes if "another program" in note]
     workers = batch_workers(tmp_path / "ray")
     assert len(workers) == 8 and None not in workers.values()
     assert len(set(workers.values())) == 2, workers  # pull-based: both workers got batches
