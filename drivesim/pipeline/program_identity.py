@@ -11,9 +11,9 @@ and after may then differ in the last bits. On a Ray cluster the driver computes
 workers report their program when they start, the first one's is recorded, and each worker
 whose program differs gets such a note.
 
-``engine`` is a SHA-256 over the source of the packages that decide results (drivesim.core and
-the synthetic families), so an edit of the engine counts and a reinstall of the same code does
-not.
+``engine`` is a SHA-256 over the source of the packages that decide results (drivesim.core, and
+drivesim.scenarios, which makes and reads the scenarios), so an edit there counts and a
+reinstall of the same code does not.
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ import jax
 from drivesim.parallel import determinism
 from drivesim.pipeline.ledger import Ledger
 
-RESULT_PACKAGES = ("core", "scenarios/families")  # under drivesim/: the code that decides results
+RESULT_PACKAGES = ("core", "scenarios")  # under drivesim/: the code that decides results
 
 
 def engine_digest() -> str:
-    """SHA-256 (first 16 hex digits) of the .py files of RESULT_PACKAGES, by relative path."""
+    """SHA-256 (first 16 hex digits) of the .py files under RESULT_PACKAGES, by relative path."""
     root = pathlib.Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for package in RESULT_PACKAGES:
-        for path in sorted((root / package).glob("*.py")):
+        for path in sorted((root / package).rglob("*.py")):
             digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
