@@ -98,12 +98,18 @@ class _Outcome:
     error: str | None = None
 
 
-def prepare_directory(config: CampaignConfig, computes_here: bool = True) -> CampaignConfig:
+def prepare_directory(config: CampaignConfig) -> CampaignConfig:
     """Create the campaign directory and its config; on a rerun check it is the same campaign
-    (config fields, input fingerprints, campaign.toml), note a program that differs from the
-    one it started with (pipeline.program_identity; ``computes_here`` False: a cluster driver,
-    whose workers are checked instead) and reconcile the ledger with the shards.
+    (config fields, input fingerprints, campaign.toml) and reconcile the ledger with the shards.
+    A full or read-only file system ends it in one line (RuntimeError, results.write_failure).
     The caller holds the directory's CampaignLock."""
+    try:
+        return _prepare(config)
+    except (OSError, sqlite3.OperationalError) as err:
+        raise RuntimeError(res.write_failure(config.out, err, "campaign start")) from err
+
+
+def _prepare(config: CampaignConfig) -> CampaignConfig:
     directory = pathlib.Path(config.out)
     directory.mkdir(parents=True, exist_ok=True)
     if (directory / CONFIG_NAME).is_file():
@@ -111,12 +117,10 @@ def prepare_directory(config: CampaignConfig, computes_here: bool = True) -> Cam
     else:
         write_config(config, directory)
     fingerprint.check_and_record(directory, config)
-    changed_program = program_identity.check_and_record(directory) if computes_here else []
     remove_dead_temporaries(directory)
     report = verify.reconcile(directory)
     found = [line for line in report.lines()[1:] if not line.endswith("(Parquet footer checked)")]
-    found = changed_program + found
-    if found:  # said at the end of the run: another program, what was redone, what was ignored
+    if found:  # said at the end of the run: what was redone, what was ignored
         found = [f"{line} -> redone" if line.startswith(("missing", "damaged")) else line for line in found]
         config = replace(config, notes=config.notes + tuple(found))
     return config
@@ -156,10 +160,7 @@ def run_campaign(config: CampaignConfig, progress: ProgressFn | None = None, sou
     runner = _Runner(config, progress or (lambda event: None), source)
     pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)
     with CampaignLock(config.out, jax.process_index()):
-        try:
-            runner.config = prepare_directory(config)
-        except (OSError, sqlite3.OperationalError) as err:  # a full or read-only file system
-            raise RuntimeError(res.write_failure(config.out, err, "campaign start")) from err
+        runner.config = prepare_directory(config)
         return runner.run()
 
 
@@ -188,6 +189,8 @@ class _Runner:
     def run(self) -> CampaignResult:
         ledger = Ledger(self.directory)
         self._write_meta(ledger)
+        changed = program_identity.resume_notes(ledger)  # said at the end of the run
+        self.config = replace(self.config, notes=self.config.notes + tuple(changed))
         self.counts["done"] = self.skipped = ledger.done_scenarios()
         self.counts["failed"] = ledger.failure_count()
         ledger.close()

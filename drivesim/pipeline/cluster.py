@@ -35,6 +35,7 @@ from drivesim.parallel import determinism
 from drivesim.pipeline import sessions
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
+from drivesim.pipeline.program_identity import worker_notes
 from drivesim.pipeline.timing import BatchEvent, PhaseTimes
 from drivesim.pipeline.validation import ConfigError
 
@@ -139,7 +140,7 @@ def run_cluster_campaign(config: CampaignConfig, progress, source=None):
     )
     pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)
     with CampaignLock(config.out):
-        config = prepare_directory(config, computes_here=False)
+        config = prepare_directory(config)
         started = not ray.is_initialized()
         if started:
             ray.init(address=address, log_to_driver=False)
@@ -171,7 +172,7 @@ class _Driver:
         try:
             self.counts["done"] = self.skipped = ledger.done_scenarios()
             self.counts["failed"] = ledger.failure_count()
-            self.workers = self._start_workers()
+            self.workers = self._start_workers(ledger)
             self._write_meta(ledger)
             self.start = time.perf_counter()
             self._emit("start")
@@ -204,8 +205,9 @@ class _Driver:
         self.spawned = getattr(self, "spawned", 0) + 1
         return self._actor.remote(self.config, self.library_source, self.spawned - 1)
 
-    def _start_workers(self) -> dict:
-        """Start the workers and wait until each has built its executor: {name: handle}."""
+    def _start_workers(self, ledger: Ledger) -> dict:
+        """Start the workers and wait until each has built its executor: {name: handle}; notes
+        for workers with another program than the campaign's (pipeline.program_identity)."""
         self.starting: dict = {}  # info ObjectRef -> handle of a worker joining during the run
         count = self.config.workers or default_workers(self.ray)
         handles = [self._spawn() for _ in range(count)]
@@ -216,15 +218,9 @@ class _Driver:
                 self.ray.kill(handle, no_restart=True)
             raise
         self.device_count = sum(info["devices"] for info in infos)
-        self._check_programs(infos)
+        # the workers compute, not this driver: their programs are recorded and compared
+        self.notes += worker_notes(ledger, {info["name"]: info["program"] for info in infos})
         return {info["name"]: h for info, h in zip(infos, handles, strict=True)}
-
-    def _check_programs(self, infos: list[dict]) -> None:
-        """Notes for workers that run another program (processor, engine, JAX) than the
-        campaign started with (pipeline.program_identity)."""
-        from drivesim.pipeline.program_identity import check_workers
-
-        self.notes += check_workers(self.directory, {info["name"]: info["program"] for info in infos})
 
     def _grow(self) -> None:
         """With the default worker count: start a worker for each node (GPU) that joined the
@@ -235,7 +231,7 @@ class _Driver:
             handle = self._spawn()
             self.starting[handle.info.remote()] = handle
 
-    def _joined(self, ref, handle) -> None:
+    def _joined(self, ledger: Ledger, ref, handle) -> None:
         try:
             info = self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:
@@ -244,7 +240,7 @@ class _Driver:
             return
         self.workers[info["name"]] = handle
         self.device_count += info["devices"]
-        self._check_programs([info])
+        self.notes += worker_notes(ledger, {info["name"]: info["program"]})
         self.notes.append(f"worker {info['name']} joined during the run")
 
     def _next(self) -> Ticket | None:
@@ -278,7 +274,7 @@ class _Driver:
             progressed = time.monotonic()
             for ref in ready:
                 if ref in self.starting:
-                    self._joined(ref, self.starting.pop(ref))
+                    self._joined(ledger, ref, self.starting.pop(ref))
                     continue
                 name, ticket = inflight.pop(ref)
                 load[name] -= 1

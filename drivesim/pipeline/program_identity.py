@@ -18,6 +18,7 @@ reinstall of the same code does not.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import pathlib
@@ -31,8 +32,10 @@ from drivesim.pipeline.ledger import Ledger
 RESULT_PACKAGES = ("core", "scenarios")  # under drivesim/: the code that decides results
 
 
+@functools.cache
 def engine_digest() -> str:
-    """SHA-256 (first 16 hex digits) of the .py files under RESULT_PACKAGES, by relative path."""
+    """SHA-256 (first 16 hex digits) of the .py files under RESULT_PACKAGES, by relative path;
+    read once per process (the code it has imported)."""
     root = pathlib.Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for package in RESULT_PACKAGES:
@@ -75,40 +78,39 @@ def recorded(directory) -> dict:
     return json.loads(stored) if stored else {}
 
 
-def check_and_record(directory) -> list[str]:
-    """Record this process's :func:`program` at a campaign's first start; on a resume, notes
-    (one line, or none) naming each field that differs from the recorded one. The record keeps
-    the first program, so every later resume is compared with the start."""
-    now = program()
-    before = recorded(directory) or _record(directory, now)
-    changed = differences(before, now)
-    if not changed:
-        return []
+def resume_notes(ledger: Ledger) -> list[str]:
+    """For a run that computes in this process: record its :func:`program` at the campaign's
+    first start; on a resume, a note (or none) naming each field that differs from the
+    recorded program. The record keeps the first program, so every resume is compared with
+    the start."""
     return [
         "resumed with another program than the campaign started with "
-        f"({'; '.join(changed)}): rows written before and after may differ in the last bits"
+        f"({changes}): rows written before and after may differ in the last bits"
+        for changes in _changes(ledger, {"": program()}).values()
     ]
 
 
-def check_workers(directory, programs: dict[str, dict]) -> list[str]:
-    """For a cluster campaign, whose driver computes nothing: record the first worker's program
-    at the first start; notes (one per worker, or none) for the workers ``programs`` ({name:
-    program}) whose program differs from the recorded one."""
+def worker_notes(ledger: Ledger, programs: dict[str, dict]) -> list[str]:
+    """For a cluster campaign, whose driver computes nothing: the same for its workers'
+    ``programs`` ({name: program}); the first worker's program is recorded at the first start,
+    and each worker whose program differs gets a note."""
+    return [
+        f"worker {worker} computes with another program than the campaign started with "
+        f"({changes}): its rows may differ from earlier ones in the last bits"
+        for worker, changes in _changes(ledger, programs).items()
+    ]
+
+
+def _changes(ledger: Ledger, programs: dict[str, dict]) -> dict[str, str]:
+    """{name: "field 'old' -> 'new'; ..."} of the ``programs`` that differ from the recorded
+    one; the first of them is recorded when there is none yet."""
     if not programs:
-        return []
-    before = recorded(directory) or _record(directory, next(iter(programs.values())))
-    notes = []
-    for worker, now in programs.items():
-        changed = differences(before, now)
-        if changed:
-            notes.append(
-                f"worker {worker} computes with another program than the campaign started with "
-                f"({'; '.join(changed)}): its rows may differ from earlier ones in the last bits"
-            )
-    return notes
-
-
-def _record(directory, now: dict) -> dict:
-    with Ledger(pathlib.Path(directory)) as ledger:
-        ledger.set_meta(program=json.dumps(now, sort_keys=True))
-    return now
+        return {}
+    stored = ledger.meta().get("program")
+    if stored is None:
+        before = next(iter(programs.values()))
+        ledger.set_meta(program=json.dumps(before, sort_keys=True))
+    else:
+        before = json.loads(stored)
+    changed = {name: differences(before, now) for name, now in programs.items()}
+    return {name: "; ".join(lines) for name, lines in changed.items() if lines}
