@@ -201,6 +201,9 @@ def write_failure(directory, error: BaseException, stage: str = "result writer")
     a rerun resumes after them)."""
     text = str(error)
     full = getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in text
+    # SQLite names a write that found no room "disk I/O error" when the room ran out in its
+    # journal or shared-memory file; the file system's own free space tells which it was
+    full = full or ("disk I/O error" in text and _nearly_full(directory))
     read_only = getattr(error, "errno", None) == errno.EROFS or "readonly database" in text
     if not (full or read_only):
         return f"{stage} failed in {directory}: {text}"
@@ -209,6 +212,19 @@ def write_failure(directory, error: BaseException, stage: str = "result writer")
         f"{stage} failed in {directory}: {what} ({text}); every batch written before is kept: "
         "free space (or make it writable) and rerun the same command to resume"
     )
+
+
+def _nearly_full(directory, room: int = 64 * 1024) -> bool:
+    """Whether the file system holding ``directory`` (or its nearest existing parent) has
+    less than ``room`` bytes left for this user."""
+    path = pathlib.Path(directory).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < room
 
 
 def _fsync_dir(path: pathlib.Path) -> None:
