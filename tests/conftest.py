@@ -7,14 +7,28 @@ import tempfile
 # (drivesim/parallel/determinism.py explains why)
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_cpu_max_isa=AVX")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# One persistent compilation cache for the whole run, made by the first process that loads this
-# file and inherited by the xdist workers and every process a test starts (CLI, README snippets,
-# Ray workers): a program compiled once is loaded by every later module (JAX's own
-# JAX_COMPILATION_CACHE_DIR; it wins over DRIVESIM_JAX_CACHE, drivesim.parallel.compile_cache).
-# The user's own cache (~/.cache/drivesim) is never touched. Removed at the end of the run.
+# One persistent compilation cache for every run of the suite on this machine, inherited by the
+# xdist workers and every process a test starts (CLI, README snippets, Ray workers): a program
+# compiled once is loaded by every later module and every later run, and most of the suite's
+# time is XLA compiling (BENCHMARKS.md "Test suite time"). JAX keys each entry by the program,
+# its compile options, the devices and the jax/jaxlib versions, so an entry is never used for
+# another program; least recently used entries go past CACHE_BYTES. The directory is
+# $DRIVESIM_TESTS_JAX_CACHE (default: $XDG_CACHE_HOME/drivesim/tests-jax or
+# ~/.cache/drivesim/tests-jax; the user's own campaign cache is never touched);
+# DRIVESIM_TESTS_JAX_CACHE=off gives the run a cache of its own, removed at the end (a cold run).
+# JAX_COMPILATION_CACHE_DIR, when set, wins over both.
+CACHE_BYTES = 8 * 1024**3
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="drivesim-tests-jax-cache-")
-    os.environ["DRIVESIM_TESTS_CACHE_OWNER"] = str(os.getpid())
+    _tests_cache = os.environ.get("DRIVESIM_TESTS_JAX_CACHE", "").strip()
+    if _tests_cache.lower() in ("off", "0", "none", "false"):
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="drivesim-tests-jax-cache-")
+        os.environ["DRIVESIM_TESTS_CACHE_OWNER"] = str(os.getpid())
+    else:
+        _base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        _tests_cache = _tests_cache or os.path.join(_base, "drivesim", "tests-jax")
+        os.makedirs(_tests_cache, exist_ok=True)
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = _tests_cache
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(CACHE_BYTES))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 os.environ.setdefault("DRIVESIM_JAX_CACHE", "off")
 
@@ -57,7 +71,7 @@ def _fresh_programs_per_module():
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """The process that made the run's compilation cache removes it (xdist: the controller,
-    after its workers)."""
+    """The process that made a cold run's own compilation cache removes it (xdist: the
+    controller, after its workers)."""
     if os.environ.get("DRIVESIM_TESTS_CACHE_OWNER") == str(os.getpid()):
         shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
