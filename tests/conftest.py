@@ -14,10 +14,14 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # its compile options, the devices and the jax/jaxlib versions, so an entry is never used for
 # another program; least recently used entries go past CACHE_BYTES. The directory is
 # $DRIVESIM_TESTS_JAX_CACHE (default: $XDG_CACHE_HOME/drivesim/tests-jax or
-# ~/.cache/drivesim/tests-jax; the user's own campaign cache is never touched);
+# ~/.cache/drivesim/tests-jax; the user's own campaign cache is never touched), a folder in it
+# per processor (drivesim.parallel.compile_cache.processor_key: machines with other processors
+# sharing a home directory never load each other's machine code);
 # DRIVESIM_TESTS_JAX_CACHE=off gives the run a cache of its own, removed at the end (a cold run).
 # JAX_COMPILATION_CACHE_DIR, when set, wins over both.
 CACHE_BYTES = 8 * 1024**3
+from drivesim.parallel.compile_cache import processor_key  # noqa: E402, I001  (imports no JAX)
+
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _tests_cache = os.environ.get("DRIVESIM_TESTS_JAX_CACHE", "").strip()
     if _tests_cache.lower() in ("off", "0", "none", "false"):
@@ -25,7 +29,8 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
         os.environ["DRIVESIM_TESTS_CACHE_OWNER"] = str(os.getpid())
     else:
         _base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        _tests_cache = _tests_cache or os.path.join(_base, "drivesim", "tests-jax")
+        _folder = _tests_cache or os.path.join(_base, "drivesim", "tests-jax")
+        _tests_cache = os.path.join(_folder, processor_key())
         os.makedirs(_tests_cache, exist_ok=True)
         os.environ["JAX_COMPILATION_CACHE_DIR"] = _tests_cache
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(CACHE_BYTES))
