@@ -19,7 +19,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # sharing a home directory never load each other's machine code);
 # DRIVESIM_TESTS_JAX_CACHE=off gives the run a cache of its own, removed at the end (a cold run).
 # JAX_COMPILATION_CACHE_DIR, when set, wins over both.
-CACHE_BYTES = 8 * 1024**3
+CACHE_BYTES = 2 * 1024**3  # about 20 whole runs of programs that changed (~100 MB each)
 from drivesim.parallel.compile_cache import processor_key  # noqa: E402, I001  (imports no JAX)
 
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
