@@ -1,6 +1,7 @@
 """Test setup: 8 forced CPU devices, set before JAX starts."""
 
 import os
+import pathlib
 import tempfile
 
 # 8 forced CPU devices; no FMA contraction so 1 device and N devices agree bit for bit
@@ -15,29 +16,26 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # another program; least recently used entries go past CACHE_BYTES. The directory is
 # $DRIVESIM_TESTS_JAX_CACHE (default: $XDG_CACHE_HOME/drivesim/tests-jax or
 # ~/.cache/drivesim/tests-jax; the user's own campaign cache is never touched), a folder in it
-# per processor (drivesim.parallel.compile_cache.processor_key: machines with other processors
+# per processor (drivesim.parallel.processor.key: machines with other processors
 # sharing a home directory never load each other's machine code);
 # DRIVESIM_TESTS_JAX_CACHE=off gives the run a cache of its own, removed at the end (a cold run).
 # JAX_COMPILATION_CACHE_DIR, when set, wins over both.
 CACHE_BYTES = 2 * 1024**3  # about 20 whole runs of programs that changed (~100 MB each)
-from drivesim.parallel.compile_cache import processor_key  # noqa: E402, I001  (imports no JAX)
+from drivesim.parallel import compile_cache, processor  # noqa: E402, I001  (imports no JAX)
 
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-    _tests_cache = os.environ.get("DRIVESIM_TESTS_JAX_CACHE", "").strip()
-    if _tests_cache.lower() in ("off", "0", "none", "false"):
+    _named = os.environ.get("DRIVESIM_TESTS_JAX_CACHE", "").strip()
+    if _named and _named.lower() in compile_cache.OFF:
         os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="drivesim-tests-jax-cache-")
         os.environ["DRIVESIM_TESTS_CACHE_OWNER"] = str(os.getpid())
     else:
-        _base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        _folder = _tests_cache or os.path.join(_base, "drivesim", "tests-jax")
-        _tests_cache = os.path.join(_folder, processor_key())
-        os.makedirs(_tests_cache, exist_ok=True)
-        os.environ["JAX_COMPILATION_CACHE_DIR"] = _tests_cache
+        _folder = pathlib.Path(_named, processor.key()) if _named else compile_cache.default_dir("tests-jax")
+        _folder.mkdir(parents=True, exist_ok=True)
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = str(_folder)
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(CACHE_BYTES))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 os.environ.setdefault("DRIVESIM_JAX_CACHE", "off")
 
-import pathlib  # noqa: E402
 import shutil  # noqa: E402
 
 import pytest  # noqa: E402

@@ -2,7 +2,7 @@
 
 Compiled programs are stored under ``$DRIVESIM_JAX_CACHE`` (default: the user's cache
 directory, ``$XDG_CACHE_HOME/drivesim/jax/KEY`` or ``~/.cache/drivesim/jax/KEY``, KEY a digest
-of the processor's model and instruction sets: :func:`processor_key`), so a second run of the
+of the processor's model and instruction sets: drivesim.parallel.processor.key), so a second run of the
 same shapes loads them instead of compiling. XLA compiles for the processor it runs on, and
 two processors give different bits for the same program; a home directory shared by machines
 with other processors (a cluster's) keeps each processor's programs apart.
@@ -12,10 +12,10 @@ over both.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import platform
 from pathlib import Path
+
+from drivesim.parallel import processor
 
 ENV = "DRIVESIM_JAX_CACHE"
 OFF = ("", "0", "off", "none", "false")
@@ -28,22 +28,14 @@ def cache_dir() -> Path | None:
     value = os.environ.get(ENV)
     if value is not None:
         return None if value.strip().lower() in OFF else Path(value).expanduser()
+    return default_dir("jax")
+
+
+def default_dir(name: str) -> Path:
+    """``$XDG_CACHE_HOME/drivesim/NAME/KEY`` (or ``~/.cache/...``), KEY the processor's
+    (drivesim.parallel.processor.key): a folder per processor."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "drivesim" / "jax" / processor_key()
-
-
-def processor_key() -> str:
-    """12 hex digits of the processor's model and instruction-set flags (Linux: the first
-    processor of /proc/cpuinfo; elsewhere platform's words)."""
-    lines = [platform.machine(), platform.processor()]
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if not line.strip():
-                break  # the first processor describes them all
-            if line.startswith(("model name", "flags", "Features", "CPU part")):
-                lines.append(line.strip())
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
+    return Path(base) / "drivesim" / name / processor.key()
 
 
 def enable(path: str | Path | None = None) -> Path | None:

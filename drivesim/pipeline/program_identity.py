@@ -22,11 +22,10 @@ import functools
 import hashlib
 import json
 import pathlib
-import platform
 
 import jax
 
-from drivesim.parallel import determinism
+from drivesim.parallel import determinism, processor
 from drivesim.pipeline.ledger import Ledger
 
 RESULT_PACKAGES = ("core", "scenarios")  # under drivesim/: the code that decides results
@@ -44,16 +43,6 @@ def engine_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def processor() -> str:
-    """The processor model as the OS names it (Linux: /proc/cpuinfo), else platform's word."""
-    cpuinfo = pathlib.Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def program() -> dict[str, str]:
     """{field: value} of the program this process runs campaigns with."""
     device = jax.devices()[0]
@@ -61,7 +50,7 @@ def program() -> dict[str, str]:
         "engine": engine_digest(),
         "jax": jax.__version__,
         "platform": device.platform,
-        "device": device.device_kind if device.platform != "cpu" else processor(),
+        "device": device.device_kind if device.platform != "cpu" else processor.model(),
         "fma_free": str(determinism.active()),
     }
 

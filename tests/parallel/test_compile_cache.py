@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 
-from drivesim.parallel import compile_cache
+from drivesim.parallel import compile_cache, processor
 
 
 def test_default_folder_is_per_processor(monkeypatch, tmp_path):
     monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
     monkeypatch.delenv(compile_cache.ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    key = compile_cache.processor_key()
-    assert re.fullmatch(r"[0-9a-f]{12}", key) and compile_cache.processor_key() == key
+    key = processor.key()
+    assert re.fullmatch(r"[0-9a-f]{12}", key) and processor.key() == key
     assert compile_cache.cache_dir() == tmp_path / "drivesim" / "jax" / key
 
 

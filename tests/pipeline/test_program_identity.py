@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from drivesim.parallel import processor
 from drivesim.pipeline import program_identity as pid
 from drivesim.pipeline.ledger import Ledger
 
@@ -13,7 +14,7 @@ def test_program_names_this_process():
     now = pid.program()
     assert set(now) == {"engine", "jax", "platform", "device", "fma_free"}
     assert re.fullmatch(r"[0-9a-f]{16}", now["engine"]) and now["engine"] == pid.engine_digest()
-    assert now["platform"] == "cpu" and now["device"] == pid.processor() != ""
+    assert now["platform"] == "cpu" and now["device"] == processor.model() != ""
     assert now["fma_free"] == "True"  # the suite's XLA flags (tests/conftest.py)
 
 
