@@ -1,6 +1,6 @@
-"""Exact fallback: scenarios whose window search was not proven exact are simulated again
-with the all-pairs search, per device, in a loop over chunks whose trip count is unbatched
-(under the per-device vmap, the largest count of any device)."""
+"""Exact fallback: scenarios whose step searches were not proven exact are simulated again
+with exact ones (:func:`exact_config`), per device, in a loop over chunks that runs while any
+device has a scenario waiting."""
 
 from __future__ import annotations
 
@@ -9,11 +9,16 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from drivesim.core.types import RolloutMetrics, Scenario, SimConfig
+from drivesim.core import edges
+from drivesim.core.types import Array, RolloutMetrics, Scenario, SimConfig
 
 
-def all_pairs_config(config: SimConfig) -> SimConfig:
-    """``config`` with the all-pairs neighbour search."""
+def exact_config(config: SimConfig) -> SimConfig | None:
+    """The configuration that simulates again the scenarios a run of ``config`` did not prove
+    exact (all-pairs neighbours), or None where there is nothing to prove ("window_only"
+    measures the window; "all_pairs" with every lane's edges proves everything itself)."""
+    if config.neighbours == "window_only" or (config.neighbours == "all_pairs" and edges.all_lanes(config)):
+        return None
     return dataclasses.replace(config, neighbours="all_pairs", block_agents=None)
 
 
@@ -35,43 +40,63 @@ def chunk_size(batch: int, platform: str | None = None) -> int:
     return max(2, min(size, batch))
 
 
-def exact_fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, devices: int = 1) -> RolloutMetrics:
-    """Replace the metrics of scenarios with ``fast.window_overflow`` by ``exact_run``'s
-    (a function of a batch of scenarios). ``devices``: how many devices the batch (B,) is
-    sharded over; where it divides B, the batch is viewed as (devices, B / devices), which
-    follows the sharding, and each device simulates its own flagged rows. A fallback over
-    the whole sharded batch is not split by XLA's partitioner: W128 on 8 CPU devices ran at
-    0.48x its window-only rate with 3% of scenarios flagged, 0.85x split by device
-    (BENCHMARKS.md "Fallback chunks")."""
+def exact_fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, config: SimConfig, devices: int = 1):
+    """Replace the metrics of scenarios with ``fast.window_overflow`` (a run of ``config``)
+    by ``exact_run``'s: ``exact_run(batch, full_edges)`` simulates a batch of scenarios with
+    :func:`exact_config`, ``full_edges`` an unbatched () bool (core.edges: every corner
+    against every lane). Its runs without full edges may not prove the road edges (their
+    ``window_overflow``); those scenarios are simulated once more with them, in the same
+    loop. ``window_overflow`` stays True on replaced rows (it records the fallback).
+
+    ``devices``: how many devices the batch (B,) is sharded over; where it divides B, the
+    batch is viewed as (devices, B / devices), which follows the sharding, and each device
+    simulates its own flagged rows. A fallback over the whole sharded batch is not split by
+    XLA's partitioner: W128 on 8 CPU devices ran at 0.48x its window-only rate with 3% of
+    scenarios flagged, 0.85x split by device (BENCHMARKS.md "Fallback chunks")."""
     batch = fast.window_overflow.shape[0]
+    first_full = config.neighbours == "all_pairs" or edges.all_lanes(config)
     if devices == 1 or batch % devices:
-        return _fallback(fast, scenarios, exact_run)
+        return _fallback(fast, scenarios, exact_run, first_full, None)
     split = lambda leaf: leaf.reshape((devices, batch // devices) + leaf.shape[1:])  # noqa: E731
-    per_device = jax.vmap(lambda f, s: _fallback(f, s, exact_run))
+    per_device = jax.vmap(lambda f, s: _fallback(f, s, exact_run, first_full, _DEVICES), axis_name=_DEVICES)
     out = per_device(jax.tree_util.tree_map(split, fast), jax.tree_util.tree_map(split, scenarios))
     return jax.tree_util.tree_map(lambda leaf: leaf.reshape((batch,) + leaf.shape[2:]), out)
 
 
-def _fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run) -> RolloutMetrics:
+_DEVICES = "fallback_devices"  # the per-device vmap's axis name
+
+
+def _fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, first_full: bool, axis) -> RolloutMetrics:
     """:func:`exact_fallback` of one device's rows (B,).
 
     The flagged scenarios are gathered in chunks (:func:`chunk_size`) and simulated by
-    ``exact_run`` in a loop whose trip count is the number of chunks, an unbatched value:
+    ``exact_run`` in a loop that runs while some scenario (on any device: ``axis``) waits:
     nothing runs when no scenario needs it, and the cost grows with the number of flagged
-    scenarios, not with the batch. ``window_overflow`` stays True on replaced rows (it
-    records the fallback)."""
+    scenarios, not with the batch. The loop's state says whether its runs measure every
+    lane's edges (from the start when ``first_full``); it switches when every device's first
+    round is done, so the switch stays one unbatched value and the edge search a real
+    conditional."""
     flag = fast.window_overflow
     batch = flag.shape[0]
     cap = chunk_size(batch)
-    chunks_max = -(-batch // cap)
-    order = jnp.nonzero(flag, size=chunks_max * cap, fill_value=batch)[0]  # flagged first, then B
-    count = jnp.sum(flag.astype(jnp.int32))
 
-    def body(i, out):
-        idx = jax.lax.dynamic_slice(order, (i * cap,), (cap,))
+    def anywhere(value: Array) -> Array:
+        return value if axis is None else jax.lax.psum(value.astype(jnp.int32), axis) > 0
+
+    def waiting(carry) -> Array:
+        return anywhere(jnp.any(carry[1]))
+
+    def body(carry):
+        out, pending, again, full = carry
+        idx = jnp.nonzero(pending, size=cap, fill_value=batch)[0]
         sub = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(idx, batch - 1)], scenarios)
-        exact_m = exact_run(sub)
-        return jax.tree_util.tree_map(lambda o, e: o.at[idx].set(e, mode="drop"), out, exact_m)
+        exact_m = exact_run(sub, full)
+        out = jax.tree_util.tree_map(lambda o, e: o.at[idx].set(e, mode="drop"), out, exact_m)
+        pending = pending.at[idx].set(False, mode="drop")
+        again = again.at[idx].set(exact_m.window_overflow & ~full, mode="drop")
+        switch = ~full & ~anywhere(jnp.any(pending))
+        return out, jnp.where(switch, again, pending), again & ~switch, full | switch
 
-    out = jax.lax.fori_loop(0, (count + cap - 1) // cap, body, fast)
+    init = (fast, flag, jnp.zeros_like(flag), jnp.asarray(first_full))
+    out = jax.lax.while_loop(waiting, body, init)[0]
     return dataclasses.replace(out, window_overflow=flag)

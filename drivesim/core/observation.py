@@ -29,6 +29,12 @@ def at_ego(is_ego: Array, values: Array) -> Array:
     return jnp.sum(jnp.where(is_ego, values, jnp.zeros((), values.dtype)))
 
 
+def ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
+    """The ego's entry of each (N,) row, in one masked reduction; list of ()."""
+    stacked = jnp.stack([r.astype(jnp.float32) for r in rows])
+    return list(jnp.sum(jnp.where(is_ego[None], stacked, 0.0), axis=1))
+
+
 def ego_observation(agents, proj, progress: Array, neighbours: int, occlusion: bool = False) -> Array:
     """Observation of the ego in its own frame, from SortedAgents ``agents`` and their route
     Projection ``proj`` (fields (N,), sorted order); ``progress`` () metres along the route.

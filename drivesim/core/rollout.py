@@ -20,7 +20,7 @@ from drivesim.core import behavior, certificate, interactions, junction, mobil, 
 from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
-from drivesim.core.fallback import all_pairs_config, exact_fallback
+from drivesim.core.fallback import exact_config, exact_fallback
 from drivesim.core.lifecycle import end_of_route, entry_position, replay_log
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
@@ -275,6 +275,7 @@ def advance(
     ego_action=None,
     step_index=None,
     zone_on=None,
+    full_edges=None,
 ) -> tuple[SimState, StepInfo]:
     """One simulation step of one scenario.
 
@@ -282,7 +283,9 @@ def advance(
     (accel, steer) pair of () arrays that overrides the policy (used by the RL env);
     step_index: optional unbatched () step counter shared by a whole batch (rollouts pass
     it so the re-sort can be a real branch under vmap); zone_on: optional unbatched () bool,
-    False when no scenario of the batch has crossing routes (skips the junction zone).
+    False when no scenario of the batch has crossing routes (skips the junction zone);
+    full_edges: optional unbatched () bool, every box corner against every lane (the exact
+    fallback's last round, core.edges.search).
     Finished or padding scenarios (t >= episode_length or valid=False) do not change.
     """
     a = state.agents
@@ -356,8 +359,8 @@ def advance(
         bounds = dict(reach=state.reach, cross_sep=state.cross_sep, zone=zone)
         certified = _certified(agents, proj, leaders["lead_gap"], scenario, config, **bounds)
     with jax.named_scope("metrics"):
-        info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre, zone)
-        info = replace(info, overflow=~certified)
+        info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre, zone, full_edges)
+        info = replace(info, overflow=info.overflow | ~certified)
         metrics = update_metrics(state.metrics, info, t)
         agents = replace(agents, outcome=agents.outcome | jnp.where(active, outcome, 0))
     new_state = SimState(
@@ -374,12 +377,14 @@ def advance(
     return new_state, info
 
 
-def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None) -> RolloutMetrics:
+def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_edges=None) -> RolloutMetrics:
     """Simulate one scenario for config.num_steps steps; per-scenario metrics only.
-    zone_on: see :func:`advance`."""
+    zone_on, full_edges: see :func:`advance`."""
 
     def body(state, step_index):
-        state, _info = advance(state, scenario, config, policy, step_index=step_index, zone_on=zone_on)
+        state, _info = advance(
+            state, scenario, config, policy, step_index=step_index, zone_on=zone_on, full_edges=full_edges
+        )
         return state, None
 
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
@@ -395,12 +400,14 @@ def _finalize(state: SimState, scenario: Scenario) -> RolloutMetrics:
 
 
 def rollout_trajectory(
-    scenario: Scenario, policy, config: SimConfig, zone_on=None
+    scenario: Scenario, policy, config: SimConfig, zone_on=None, full_edges=None
 ) -> tuple[RolloutMetrics, Trajectory]:
     """Like :func:`rollout`, also returning the trajectory (S, N) in original agent order."""
 
     def body(state, step_index):
-        state, _info = advance(state, scenario, config, policy, step_index=step_index, zone_on=zone_on)
+        state, _info = advance(
+            state, scenario, config, policy, step_index=step_index, zone_on=zone_on, full_edges=full_edges
+        )
         a = state.agents
         return state, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
 
@@ -418,11 +425,12 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
     """vmap of :func:`rollout` over the leading scenario axis; metrics (B,). ``devices``: how
     many devices the batch is sharded over (sizes the cache blocks, see core.blocking).
 
-    With ``config.neighbours == "window"`` the scenarios whose window search was not proven
-    exact (``window_overflow``) are simulated again with the all-pairs search, each device's
-    rows by that device (core.fallback.exact_fallback). A batch of one is run as a batch of
-    two (the scenario and a copy), so its result is bit-identical to the same scenario in a
-    larger batch (XLA compiles a vmap of size 1 differently)."""
+    The scenarios whose window search or road-edge search (core.edges) was not proven exact
+    (``window_overflow``) are simulated again with the all-pairs search, every lane's edges
+    where needed, each device's rows by that device (core.fallback.exact_fallback). A batch
+    of one is run as a batch of two (the scenario and a copy), so its result is
+    bit-identical to the same scenario in a larger batch (XLA compiles a vmap of size 1
+    differently)."""
     batch = scenarios.valid.shape[0]
     if batch == 1:
         twice = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), scenarios)
@@ -432,28 +440,30 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
     zone_on = neighbours.has_crossings(scenarios, config)
     run = lambda cfg, sc: map_blocks(jax.vmap(lambda one: rollout(one, policy, cfg, zone_on)), sc, blocks)  # noqa: E731
     fast = run(config, scenarios)
-    if config.neighbours != "window":
+    exact = exact_config(config)
+    if exact is None:
         return fast
-    exact_config = all_pairs_config(config)
-    return exact_fallback(fast, scenarios, jax.vmap(lambda one: rollout(one, policy, exact_config)), devices)
+    exact_run = lambda sub, full: jax.vmap(lambda one: rollout(one, policy, exact, full_edges=full))(sub)  # noqa: E731
+    return exact_fallback(fast, scenarios, exact_run, config, devices)
 
 
 simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))
 
 
 def trajectory_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
-    """vmap of :func:`rollout_trajectory`; with ``neighbours == "window"`` the scenarios not
-    proven exact are simulated again with the all-pairs search (the whole batch, when any)."""
+    """vmap of :func:`rollout_trajectory`; the scenarios not proven exact are simulated again
+    with the all-pairs search and every lane's edges (the whole batch, when any)."""
     zone_on = neighbours.has_crossings(scenarios, config)
     traj = jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))
     run = lambda cfg: traj(scenarios, policy, cfg, zone_on)  # noqa: E731
     fast = run(config)
-    if config.neighbours != "window":
+    exact = exact_config(config)
+    if exact is None:
         return fast
     flag = fast[0].window_overflow
 
     def redo(_):
-        exact_out = run(all_pairs_config(config))
+        exact_out = traj(scenarios, policy, replace(exact, edge_search="all_lanes"), None)
         pick = lambda e, f: jnp.where(flag.reshape(flag.shape + (1,) * (e.ndim - 1)), e, f)  # noqa: E731
         return jax.tree_util.tree_map(pick, exact_out, fast)
 

@@ -7,18 +7,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import signals
+from drivesim.core import edges, signals
 from drivesim.core.collisions import collisions
 from drivesim.core.lifecycle import log_divergence
 from drivesim.core.metrics import StepInfo
-from drivesim.core.road import box_edge_distance
+from drivesim.core.observation import ego_values
 from drivesim.core.types import Array
-
-
-def ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
-    """The ego's entry of each (N,) row, in one masked reduction; list of ()."""
-    stacked = jnp.stack([r.astype(jnp.float32) for r in rows])
-    return list(jnp.sum(jnp.where(is_ego[None], stacked, 0.0), axis=1))
 
 
 class EgoBefore(NamedTuple):
@@ -46,22 +40,23 @@ class EgoBefore(NamedTuple):
 
 
 def step_info(
-    state, agents, proj, scenario, config, active, ego_pre: EgoBefore, zone=None
+    state, agents, proj, scenario, config, active, ego_pre: EgoBefore, zone=None, full_edges=None
 ) -> tuple[StepInfo, Array]:
     """Observations of the new state (after a step) for the metrics, and each agent's
     outcome bits this step (N,) int32 (1: in a collision, 2: a box corner off-road).
-    zone: the step's junction ZoneSearch (core.junction), or None."""
+    ``overflow`` is set when the road-edge search was not exact (core.edges).
+    zone: the step's junction ZoneSearch (core.junction), or None; full_edges: see
+    core.edges.search."""
     ego_speed, ego_accel_old = ego_pre.speed, ego_pre.accel
     veh_gap, veh_lead = ego_pre.vehicle_gap, ego_pre.vehicle_lead_speed
     pairs, hit_any, partner = collisions(agents, config, zone)
-    edge = box_edge_distance(
-        agents.x, agents.y, agents.cos_h, agents.sin_h, agents.length, agents.width, scenario.road
-    )
-    edge, hit_any = jax.lax.optimization_barrier((edge, hit_any))
-    off = agents.valid & (edge < 0.0)
+    road_edges = edges.search(agents, scenario.road, config, full_edges)
+    road_edges, hit_any = jax.lax.optimization_barrier((road_edges, hit_any))
+    off = road_edges.off
     finite = jnp.isfinite(agents.x) & jnp.isfinite(agents.y) & jnp.isfinite(agents.heading)
     finite = finite & jnp.isfinite(agents.speed)
-    ego_s, ego_accel, ego_edge, ego_hit = ego_values(agents.is_ego, [proj.s, agents.accel, edge, hit_any])
+    ego_s, ego_accel, ego_hit = ego_values(agents.is_ego, [proj.s, agents.accel, hit_any])
+    ego_edge = road_edges.ego_edge
     closing = ego_speed - veh_lead
     ttc_ok = jnp.isfinite(veh_gap) & (closing > 0)
     ttc = jnp.where(ttc_ok, jnp.maximum(veh_gap, 0.0) / jnp.where(ttc_ok, closing, 1.0), jnp.inf)
@@ -81,7 +76,7 @@ def step_info(
         has_nan=jnp.any(agents.valid & ~finite),
         div_sum=div_sum,
         div_count=div_count,
-        overflow=jnp.zeros((), bool),
+        overflow=~road_edges.fits,
         ego_edge=ego_edge,
         collided_with=partner,
         agents_collided=jnp.sum((agents.outcome & 1 > 0) | (agents.valid & hit_any)),

@@ -334,6 +334,11 @@ class SimConfig:
         straight routes cross) searches exactly per step; a scenario with more there at
         some step is simulated again with all pairs. "auto": 8 for scenarios of up to 32
         agent slots, 16 above (the fastest on the synthetic intersection, BENCHMARKS.md).
+    edge_search: how the road edges (off-road, ``min_road_edge_distance_m``) are found each
+        step. "own_route": each box corner against its own route, the ego and the few agents
+        near their corridor's edge against every lane, a scenario with too many of those
+        simulated again with "all_lanes" (drivesim.core.edges; exact either way) |
+        "all_lanes": every corner against every lane, O(N L S) per step.
     """
 
     dt: float = 0.1
@@ -355,12 +360,15 @@ class SimConfig:
     neighbours: str = "window"
     lane_changes: LaneChangeConfig | None = None
     junction_capacity: int | str = "auto"
+    edge_search: str = "own_route"
 
     def __post_init__(self):
         if self.neighbours not in ("window", "all_pairs", "window_only"):
             raise ValueError(
                 f"SimConfig.neighbours: expected window|all_pairs|window_only, got {self.neighbours!r}"
             )
+        if self.edge_search not in ("own_route", "all_lanes"):
+            raise ValueError(f"SimConfig.edge_search: expected own_route|all_lanes, got {self.edge_search!r}")
         from drivesim.core.policies import get_policy  # the registry imports this module
 
         try:

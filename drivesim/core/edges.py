@@ -1,0 +1,118 @@
+"""Road edges of one step: the ego's signed edge distance and which agents have a box corner
+off the drivable area, exact, without testing every corner against every lane.
+
+The drivable area is the union of the lane corridors (core.road.edge_distance), so a corner
+inside its own route's corridor is on the road whatever the other lanes are: the area's
+signed distance is at least that corridor's depth. Each step
+
+- every agent's four corners are measured against its own route only (S segments);
+- the agents with a corner less than ``MARGIN`` inside that corridor (near a route's end,
+  drifting) are the few whose corners are measured against every lane, up to
+  :func:`capacity` of them;
+- the ego's corners are always measured against every lane, for its exact
+  ``min_road_edge_distance_m``.
+
+A step with more such agents than the capacity is not certified, and the scenario is
+simulated again with every corner against every lane (``SimConfig.edge_search =
+"all_lanes"``, core.fallback), so every result stays exact. With lane changes every
+corner is measured against every lane (:func:`all_lanes`). Measured on the synthetic
+families (64 scenarios x 80 steps, 32 and 128 agents), at most one agent per step was near
+its corridor's edge; a turning intersection spent 82% of its rollout in the all-lanes
+search (BENCHMARKS.md "Road edges"). Every function works on one scenario.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from drivesim.core import road
+from drivesim.core.observation import ego_values
+from drivesim.core.types import Array, RoadMap, SimConfig
+
+MARGIN = 0.01  # [m] own-corridor depth below which an agent is measured against every lane
+
+
+class EdgeSearch(NamedTuple):
+    """ego_edge () float32: signed edge distance of the ego's worst corner (< 0: off-road);
+    off (N,) bool: a present agent with a corner off the drivable area (the ego included);
+    fits () bool: every agent near its own corridor's edge was measured (else not exact)."""
+
+    ego_edge: Array
+    off: Array
+    fits: Array
+
+
+def capacity(agents: int) -> int:
+    """Agents measured against every lane per step, besides the ego, for ``agents`` slots."""
+    return min(agents, 2)
+
+
+def own_depth(a) -> Array:
+    """(N,) smallest depth [m] of an agent's four corners inside its own route's corridor
+    (segments clipped at the route's ends, as in core.road.edge_distance)."""
+    cx, cy = road.box_corners(a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)  # (N, 4)
+    seg = a.seg  # (S, N)
+    col = lambda v: v[:, None, :]  # noqa: E731  (S, N) -> (S, 1, N)
+    px = cx.T[None] - col(seg.ax)  # (S, 4, N)
+    py = cy.T[None] - col(seg.ay)
+    along = jnp.clip(px * col(seg.ux) + py * col(seg.uy), 0.0, col(seg.length))
+    ex = px - along * col(seg.ux)
+    ey = py - along * col(seg.uy)
+    dist2 = jnp.where(col(seg.ok) > 0, ex * ex + ey * ey, jnp.inf)
+    depth = 0.5 * a.lane_width - jnp.sqrt(jnp.min(dist2, axis=0))  # (4, N)
+    return jnp.min(depth, axis=0)
+
+
+def all_lanes(config: SimConfig) -> bool:
+    """Whether every corner is measured against every lane in every step: with
+    ``edge_search="all_lanes"``, and with lane changes (straight parallel lanes of few
+    segments, where an agent changing lanes leaves its own corridor for the next one's)."""
+    return config.edge_search == "all_lanes" or bool(config.lane_changes)
+
+
+def _box_edges(rows: list[Array], rd: RoadMap) -> Array:
+    """Signed edge distance of boxes given as rows [x, y, cos_h, sin_h, length, width],
+    each (K,), against every lane; (K,)."""
+    x, y, cos_h, sin_h, length, width = rows
+    return road.box_edge_distance(x, y, cos_h, sin_h, length, width, rd)
+
+
+def _every_lane(a, rd: RoadMap) -> tuple[Array, Array]:
+    """(off (N,) bool, fits ()) with every corner against every lane."""
+    edge = _box_edges([a.x, a.y, a.cos_h, a.sin_h, a.length, a.width], rd)
+    return a.valid & (edge < 0.0), jnp.ones((), bool)
+
+
+def _own_route(a, rd: RoadMap) -> tuple[Array, Array]:
+    """(off (N,) bool, fits ()) with each agent's corners against its own route and the
+    agents near its edge (up to :func:`capacity`, the ego left out) against every lane."""
+    n = a.x.shape[0]
+    cap = capacity(n)
+    near = a.valid & ~a.is_ego & (own_depth(a) < MARGIN)
+    count = jnp.cumsum(near.astype(jnp.int32))  # near agents up to and including each slot
+    # the k-th near agent sits at the first slot where the running count exceeds k
+    slot = jnp.sum((count[None, :] <= jnp.arange(cap)[:, None]).astype(jnp.int32), axis=1)  # (cap,)
+    picked = jnp.minimum(slot, n - 1)
+    edge = _box_edges([v[picked] for v in (a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)], rd)
+    off_member = (slot < n) & (edge < 0.0)
+    off = jnp.any((picked[:, None] == jnp.arange(n)[None, :]) & off_member[:, None], axis=0)
+    return off, count[-1] <= cap
+
+
+def search(a, rd: RoadMap, config: SimConfig, full_edges: Array | None = None) -> EdgeSearch:
+    """The step's EdgeSearch for SortedAgents ``a`` on road ``rd``. full_edges: an unbatched
+    () bool that picks every lane for every corner under a real conditional (the exact
+    fallback's second round, core.fallback), or None: as ``config`` says."""
+    fields = [a.x, a.y, a.cos_h, a.sin_h, a.length, a.width]
+    ego_edge = _box_edges([v[None] for v in ego_values(a.is_ego, fields)], rd)[0]
+    if all_lanes(config):
+        off, fits = _every_lane(a, rd)
+    elif full_edges is None:
+        off, fits = _own_route(a, rd)
+    else:
+        off, fits = jax.lax.cond(full_edges, _every_lane, _own_route, a, rd)
+    off = off | (a.is_ego & a.valid & (ego_edge < 0.0))
+    return EdgeSearch(ego_edge=ego_edge, off=off, fits=fits)

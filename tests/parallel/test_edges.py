@@ -1,0 +1,100 @@
+"""The road-edge search (core.edges): each agent's corners against its own route, the ego and
+the few agents near their corridor's edge against every lane. Its metrics equal those of every
+corner against every lane bit for bit, also where more agents are near an edge than it
+measures (those scenarios are simulated again, the fallback's second round), on one device
+and on eight."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+
+from drivesim.core import edges
+from drivesim.core.policies import idm_policy
+from drivesim.core.rollout import simulate
+from drivesim.core.types import SimConfig
+from drivesim.parallel.executor import Executor, ExecutorConfig
+from drivesim.scenarios.batching import pad_and_stack
+from drivesim.scenarios.synthetic import FamilyConfig, generate
+
+STEPS = 30
+OWN = SimConfig(num_steps=STEPS)
+EVERY = SimConfig(num_steps=STEPS, edge_search="all_lanes")
+SHIFT = 1.6  # [m] sideways, towards the left of the agent's heading
+
+
+def _shifted(batch, rows: dict[int, np.ndarray]):
+    """``batch`` with the agents ``rows[b]`` (bool (N,)) of scenario b moved SHIFT to their left."""
+    ag = batch.agents
+    x, y = np.array(ag.x), np.array(ag.y)
+    for b, moved in rows.items():
+        h = np.asarray(ag.heading[b])
+        x[b] = np.where(moved, x[b] - SHIFT * np.sin(h), x[b])
+        y[b] = np.where(moved, y[b] + SHIFT * np.cos(h), y[b])
+    return dataclasses.replace(batch, agents=dataclasses.replace(ag, x=x, y=y))
+
+
+@pytest.fixture(scope="module")
+def drifting():
+    """8 highway scenarios of 16 agents: 0 and 5 with every non-ego agent shifted (more near an
+    edge than the capacity), 2 with one agent of its leftmost lane shifted, the rest as generated."""
+    cfg = FamilyConfig(num_agents=16, steps=STEPS)
+    batch = pad_and_stack([generate("highway", 40 + i, cfg).scenario for i in range(8)], num_agents=16)
+    valid, ego = np.asarray(batch.agents.valid), np.asarray(batch.ego_index)
+    others = valid & (np.arange(16)[None, :] != ego[:, None])
+    h, x, y = (np.asarray(v[2]) for v in (batch.agents.heading, batch.agents.x, batch.agents.y))
+    left = np.where(others[2], -x * np.sin(h) + y * np.cos(h), -np.inf)  # across the road
+    one = np.arange(16) == np.argmax(left)  # on the leftmost lane: shifted off the road
+    return _shifted(batch, {0: others[0], 5: others[5], 2: one})
+
+
+def _host(metrics):
+    return jax.tree_util.tree_map(np.asarray, metrics)
+
+
+def _assert_same(got, want, skip=("window_overflow",)):
+    for field in got.__dataclass_fields__:
+        if field not in skip:
+            np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+
+
+def test_own_route_equals_every_lane(drifting, fma_free):
+    own = _host(simulate(drifting, idm_policy(), OWN))
+    every = _host(simulate(drifting, idm_policy(), EVERY))
+    _assert_same(own, every)
+    # more agents off the road than the capacity: only the fallback's second round gets them
+    assert max(every.agents_offroad[[0, 5]]) > edges.capacity(16)
+    assert every.agents_offroad[2] >= 1, "the one shifted agent must leave the road"
+    assert set(np.flatnonzero(every.window_overflow)) <= set(np.flatnonzero(own.window_overflow))
+
+
+def test_only_crowded_scenarios_are_simulated_again(drifting, fma_free):
+    """With all pairs the window proves nothing, so the flag records the edges alone."""
+    own = _host(simulate(drifting, idm_policy(), dataclasses.replace(OWN, neighbours="all_pairs")))
+    every = _host(simulate(drifting, idm_policy(), dataclasses.replace(EVERY, neighbours="all_pairs")))
+    _assert_same(own, every)
+    assert not every.window_overflow.any()
+    assert sorted(np.flatnonzero(own.window_overflow)) == [0, 5]  # one agent near an edge fits
+
+
+def test_eight_devices_rerun_their_own_crowded_scenarios(drifting, fma_free):
+    every = _host(simulate(drifting, idm_policy(), EVERY))
+    got = _host(Executor(ExecutorConfig(devices=8), OWN).simulate(drifting, idm_policy()))
+    _assert_same(got, every)
+
+
+def test_no_capacity_reruns_every_scenario_near_an_edge(drifting, fma_free, monkeypatch):
+    monkeypatch.setattr(edges, "capacity", lambda agents: 0)
+    config = SimConfig(num_steps=STEPS - 1, neighbours="all_pairs")  # a program traced with the patch
+    got = _host(simulate(drifting, idm_policy(), config))
+    want = _host(simulate(drifting, idm_policy(), dataclasses.replace(config, edge_search="all_lanes")))
+    _assert_same(got, want)
+    assert sorted(np.flatnonzero(got.window_overflow)) == [0, 2, 5]
+
+
+def test_edge_search_is_checked():
+    with pytest.raises(ValueError, match="SimConfig.edge_search"):
+        SimConfig(edge_search="corners")
