@@ -102,13 +102,13 @@ def _own_route(a, rd: RoadMap) -> tuple[Array, Array]:
     return off, count[-1] <= cap
 
 
-def search(a, rd: RoadMap, config: SimConfig, full_edges: Array | None = None) -> EdgeSearch:
+def search(a, rd: RoadMap, config: SimConfig, full_edges: Array | bool | None = None) -> EdgeSearch:
     """The step's EdgeSearch for SortedAgents ``a`` on road ``rd``. full_edges: an unbatched
     () bool that picks every lane for every corner under a real conditional (the exact
-    fallback's second round, core.fallback), or None: as ``config`` says."""
+    fallback's second round, core.fallback), True: every lane, or None: as ``config`` says."""
     fields = [a.x, a.y, a.cos_h, a.sin_h, a.length, a.width]
     ego_edge = _box_edges([v[None] for v in ego_values(a.is_ego, fields)], rd)[0]
-    if all_lanes(config):
+    if all_lanes(config) or full_edges is True:
         off, fits = _every_lane(a, rd)
     elif full_edges is None:
         off, fits = _own_route(a, rd)

@@ -73,12 +73,14 @@ def _fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, first_full: 
     ``exact_run`` in a loop that runs while some scenario (on any device: ``axis``) waits:
     nothing runs when no scenario needs it, and the cost grows with the number of flagged
     scenarios, not with the batch. The loop's state says whether its runs measure every
-    lane's edges (from the start when ``first_full``); it switches when every device's first
-    round is done, so the switch stays one unbatched value and the edge search a real
-    conditional."""
+    lane's edges; it switches when every device's first round is done, so the switch stays
+    one unbatched value and the edge search a real conditional. ``first_full``: the first
+    runs measure every lane (nothing to switch; :func:`_single_round`)."""
     flag = fast.window_overflow
     batch = flag.shape[0]
     cap = chunk_size(batch)
+    if first_full:
+        return _single_round(fast, scenarios, lambda sub: exact_run(sub, True))
 
     def anywhere(value: Array) -> Array:
         return value if axis is None else jax.lax.psum(value.astype(jnp.int32), axis) > 0
@@ -97,6 +99,26 @@ def _fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, first_full: 
         switch = ~full & ~anywhere(jnp.any(pending))
         return out, jnp.where(switch, again, pending), again & ~switch, full | switch
 
-    init = (fast, flag, jnp.zeros_like(flag), jnp.asarray(first_full))
+    init = (fast, flag, jnp.zeros_like(flag), jnp.zeros((), bool))
     out = jax.lax.while_loop(waiting, body, init)[0]
+    return dataclasses.replace(out, window_overflow=flag)
+
+
+def _single_round(fast: RolloutMetrics, scenarios: Scenario, exact_run) -> RolloutMetrics:
+    """:func:`_fallback` where the first runs prove everything: a loop over the flagged
+    scenarios' chunks, its trip count counted once (no device needs to wait for another)."""
+    flag = fast.window_overflow
+    batch = flag.shape[0]
+    cap = chunk_size(batch)
+    chunks_max = -(-batch // cap)
+    order = jnp.nonzero(flag, size=chunks_max * cap, fill_value=batch)[0]  # flagged first, then B
+    count = jnp.sum(flag.astype(jnp.int32))
+
+    def body(i, out):
+        idx = jax.lax.dynamic_slice(order, (i * cap,), (cap,))
+        sub = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(idx, batch - 1)], scenarios)
+        exact_m = exact_run(sub)
+        return jax.tree_util.tree_map(lambda o, e: o.at[idx].set(e, mode="drop"), out, exact_m)
+
+    out = jax.lax.fori_loop(0, (count + cap - 1) // cap, body, fast)
     return dataclasses.replace(out, window_overflow=flag)
