@@ -17,8 +17,8 @@ simulated again with every corner against every lane (``SimConfig.edge_search =
 "all_lanes"``, core.fallback), so every result stays exact. With lane changes every
 corner is measured against every lane (:func:`all_lanes`). Measured on the synthetic
 families (64 scenarios x 80 steps, 32 and 128 agents), at most one agent per step was near
-its corridor's edge; a turning intersection spent 82% of its rollout in the all-lanes
-search (BENCHMARKS.md "Road edges"). Every function works on one scenario.
+its corridor's edge; the all-lanes search took 82% of a turning intersection's window
+pass (BENCHMARKS.md "Road edges"). Every function works on one scenario.
 """
 
 from __future__ import annotations
