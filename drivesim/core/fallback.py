@@ -5,6 +5,7 @@ device has a scenario waiting."""
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -54,11 +55,14 @@ def exact_fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, config:
     XLA's partitioner: W128 on 8 CPU devices ran at 0.48x its window-only rate with 3% of
     scenarios flagged, 0.85x split by device (BENCHMARKS.md "Fallback chunks")."""
     batch = fast.window_overflow.shape[0]
-    first_full = config.neighbours == "all_pairs" or edges.all_lanes(config)
+    if config.neighbours == "all_pairs" or edges.all_lanes(config):  # the first runs prove everything
+        one_device = partial(_single_round, exact_run=lambda sub: exact_run(sub, True))
+    else:
+        one_device = partial(_two_rounds, exact_run=exact_run)
     if devices == 1 or batch % devices:
-        return _fallback(fast, scenarios, exact_run, first_full, None)
+        return one_device(fast, scenarios, axis=None)
     split = lambda leaf: leaf.reshape((devices, batch // devices) + leaf.shape[1:])  # noqa: E731
-    per_device = jax.vmap(lambda f, s: _fallback(f, s, exact_run, first_full, _DEVICES), axis_name=_DEVICES)
+    per_device = jax.vmap(lambda f, s: one_device(f, s, axis=_DEVICES), axis_name=_DEVICES)
     out = per_device(jax.tree_util.tree_map(split, fast), jax.tree_util.tree_map(split, scenarios))
     return jax.tree_util.tree_map(lambda leaf: leaf.reshape((batch,) + leaf.shape[2:]), out)
 
@@ -66,21 +70,28 @@ def exact_fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, config:
 _DEVICES = "fallback_devices"  # the per-device vmap's axis name
 
 
-def _fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, first_full: bool, axis) -> RolloutMetrics:
-    """:func:`exact_fallback` of one device's rows (B,).
+def _run_chunk(out: RolloutMetrics, scenarios: Scenario, idx: Array, exact_run, *args):
+    """Simulate the scenarios at rows ``idx`` (cap,) (B: no row) with ``exact_run(sub, *args)``
+    and write their metrics into ``out`` (B,); returns (out, their metrics)."""
+    batch = scenarios.valid.shape[0]
+    sub = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(idx, batch - 1)], scenarios)
+    exact_m = exact_run(sub, *args)
+    return jax.tree_util.tree_map(lambda o, e: o.at[idx].set(e, mode="drop"), out, exact_m), exact_m
+
+
+def _two_rounds(fast: RolloutMetrics, scenarios: Scenario, exact_run, axis) -> RolloutMetrics:
+    """:func:`exact_fallback` of one device's rows (B,) where the first runs may not prove the
+    road edges.
 
     The flagged scenarios are gathered in chunks (:func:`chunk_size`) and simulated by
     ``exact_run`` in a loop that runs while some scenario (on any device: ``axis``) waits:
     nothing runs when no scenario needs it, and the cost grows with the number of flagged
     scenarios, not with the batch. The loop's state says whether its runs measure every
     lane's edges; it switches when every device's first round is done, so the switch stays
-    one unbatched value and the edge search a real conditional. ``first_full``: the first
-    runs measure every lane (nothing to switch; :func:`_single_round`)."""
+    one unbatched value and the edge search a real conditional."""
     flag = fast.window_overflow
     batch = flag.shape[0]
     cap = chunk_size(batch)
-    if first_full:
-        return _single_round(fast, scenarios, lambda sub: exact_run(sub, True))
 
     def anywhere(value: Array) -> Array:
         return value if axis is None else jax.lax.psum(value.astype(jnp.int32), axis) > 0
@@ -91,9 +102,7 @@ def _fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, first_full: 
     def body(carry):
         out, pending, again, full = carry
         idx = jnp.nonzero(pending, size=cap, fill_value=batch)[0]
-        sub = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(idx, batch - 1)], scenarios)
-        exact_m = exact_run(sub, full)
-        out = jax.tree_util.tree_map(lambda o, e: o.at[idx].set(e, mode="drop"), out, exact_m)
+        out, exact_m = _run_chunk(out, scenarios, idx, exact_run, full)
         pending = pending.at[idx].set(False, mode="drop")
         again = again.at[idx].set(exact_m.window_overflow & ~full, mode="drop")
         switch = ~full & ~anywhere(jnp.any(pending))
@@ -104,9 +113,10 @@ def _fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, first_full: 
     return dataclasses.replace(out, window_overflow=flag)
 
 
-def _single_round(fast: RolloutMetrics, scenarios: Scenario, exact_run) -> RolloutMetrics:
-    """:func:`_fallback` where the first runs prove everything: a loop over the flagged
-    scenarios' chunks, its trip count counted once (no device needs to wait for another)."""
+def _single_round(fast: RolloutMetrics, scenarios: Scenario, exact_run, axis=None) -> RolloutMetrics:
+    """:func:`exact_fallback` of one device's rows (B,) where the first runs prove everything:
+    a loop over the flagged scenarios' chunks, its trip count counted once (no device needs
+    to wait for another, so ``axis`` is unused)."""
     flag = fast.window_overflow
     batch = flag.shape[0]
     cap = chunk_size(batch)
@@ -116,9 +126,7 @@ def _single_round(fast: RolloutMetrics, scenarios: Scenario, exact_run) -> Rollo
 
     def body(i, out):
         idx = jax.lax.dynamic_slice(order, (i * cap,), (cap,))
-        sub = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(idx, batch - 1)], scenarios)
-        exact_m = exact_run(sub)
-        return jax.tree_util.tree_map(lambda o, e: o.at[idx].set(e, mode="drop"), out, exact_m)
+        return _run_chunk(out, scenarios, idx, exact_run)[0]
 
     out = jax.lax.fori_loop(0, (count + cap - 1) // cap, body, fast)
     return dataclasses.replace(out, window_overflow=flag)
