@@ -5,7 +5,8 @@ search and the lateral acceleration of agents on turning and straight routes.
     .venv/bin/python benchmarks/turns.py --scenarios 1024 --repeats 5
 
 Rates come from drivesim.bench.engine.run_engine (IDM ego, all metrics, warm-up dropped);
-the ratio column divides each family's median by highway's. Lateral acceleration is
+the ratio column divides each family's median by highway's (``--families`` adds others,
+e.g. merge). Lateral acceleration is
 |v * d(heading)/dt| over 80 steps of the first 64 scenarios (non-ego agents), split by whether
 the agent's route is a turn (intersection_turns: route slot >= the straight lane count).
 """
@@ -24,7 +25,7 @@ from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate_trajectory
 from drivesim.core.types import SimConfig
 
-FAMILIES = ("highway", "intersection", "intersection_turns")
+FAMILIES = ("highway", "intersection", "intersection_turns")  # highway first: the ratios' base
 
 
 def lateral(batch, steps: int, with_turns: bool) -> dict:
@@ -48,9 +49,10 @@ def main(argv=None) -> int:
     parser.add_argument("--scenarios", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--agents", type=int, default=32)
+    parser.add_argument("--families", nargs="*", default=list(FAMILIES), help="highway is added first")
     args = parser.parse_args(argv)
     rows = {}
-    for family in FAMILIES:
+    for family in ["highway"] + [f for f in args.families if f != "highway"]:
         wl = Workload(scenarios=args.scenarios, agents=args.agents, family=family)
         batch = make_batch(wl)
         record = run_engine(EngineConfig(workload=wl, harness=HarnessConfig(repeats=args.repeats)), batch)

@@ -31,9 +31,10 @@ PROP_ROWS = (
     "route",
     "group",
     "kind",
+    "bent",
 )
 SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
-_BOOL_ROWS = {"base_valid", "is_ego", "replay"}
+_BOOL_ROWS = {"base_valid", "is_ego", "replay", "bent"}
 _INT_ROWS = {"agent_id", "route", "kind"}
 
 
@@ -66,9 +67,10 @@ class SortedAgents:
         agent is present now; outcome: (N,) int32 bits of what happened to the agent so
         far (1: collided, 2: off-road). Separate leaves: stacking them would make XLA transpose
         (rows, B, N) -> (B, rows, N) inside the step's main loop.
-    props: (17 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
+    props: (18 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
         RouteSegments field), packed so one permutation moves them all. base_valid: slot
-        holds an agent; agent_id: slot index in the scenario's original order. Read them
+        holds an agent; agent_id: slot index in the scenario's original order; bent: the
+        agent's route bends and its pairs are searched directly (drivesim.core.bends). Read them
         through the row attributes below (``a.length``, ``a.idm``, ``a.seg`` ...): (N,)
         arrays, bool for flags.
     signal: (5, N) float32 packed SignalPlan rows (drivesim.core.signals.ROWS) in sorted
@@ -107,6 +109,7 @@ class SortedAgents:
     route = _PropRow()
     group = _PropRow()
     kind = _PropRow()
+    bent = _PropRow()
 
     @property
     def idm(self) -> IDMParams:

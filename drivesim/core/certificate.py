@@ -14,7 +14,8 @@ overlap i's box:
   of a running minimum per route, which cost more than the search it checks on the CPU.
 - other groups: routes of different groups are either straight lines that cross (their
   interactions are searched in the junction zone, core.junction, which must hold all its
-  agents) or parallel straight lines at least ``cross_sep`` apart
+  agents), bent routes whose agents are searched against every agent (core.bends), or
+  parallel straight lines at least ``cross_sep`` apart
   (:func:`cross_group_separation`); agents of the latter can be neither leaders (when
   ``cross_sep`` minus the largest lateral offset exceeds half the lane width) nor collision
   partners (when it exceeds twice the largest lateral reach of a box). Otherwise the
@@ -88,7 +89,10 @@ def window_certified(
     # every slot of an agent (present or not) keeps a finite key: absent agents sit at their
     # entry or exit position, so the chain of keys through them bounds the present ones
     slot_key = interactions.sort_key(a.x, a.y, a.base_valid, axis)
-    descent = _descent(slot_key, group, a.base_valid)
+    # agents on bent routes: every pair with one is searched directly (core.bends); their
+    # groups hold only them, so the proof below is over the straight routes' agents
+    straight = a.valid & ~a.bent
+    descent = _descent(slot_key, group, a.base_valid & ~a.bent)
 
     def leaders_ok() -> Array:
         """(N,) bool: leaders in i's group, from bounds on the nearest unexamined keys ahead
@@ -126,11 +130,11 @@ def window_certified(
     far = _beyond(slot_key, group, window + 1, jnp.inf) - descent
     coll_ok = far - key > reach + EPS
     # other groups: too far across for a leader or an overlapping box
-    drift = jnp.max(jnp.where(a.valid, jnp.abs(proj.d), 0.0))
-    widest = jnp.max(jnp.where(a.valid, a.lane_width, 0.0))
+    drift = jnp.max(jnp.where(straight, jnp.abs(proj.d), 0.0))
+    widest = jnp.max(jnp.where(straight, a.lane_width, 0.0))
     cos_rel = jnp.abs(a.cos_h * proj.tx + a.sin_h * proj.ty)
     sin_rel = jnp.abs(a.cos_h * proj.ty - a.sin_h * proj.tx)
     across = jnp.abs(proj.d) + 0.5 * (a.width * cos_rel + a.length * sin_rel)
-    lateral_reach = jnp.max(jnp.where(a.valid, across, 0.0))
+    lateral_reach = jnp.max(jnp.where(straight, across, 0.0))
     apart = (cross_sep - drift >= 0.5 * widest + EPS) & (cross_sep > 2.0 * lateral_reach + EPS)
-    return apart & jnp.all(~a.valid | (lead_ok & coll_ok))
+    return apart & jnp.all(~straight | (lead_ok & coll_ok))

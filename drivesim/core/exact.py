@@ -61,7 +61,11 @@ GROUP_SEPARATION = 2.5  # [m] parallel straight routes this far apart are ordere
 
 
 def route_groups(
-    sep: Array, real: Array, separation: float = GROUP_SEPARATION, crossing: Array | None = None
+    sep: Array,
+    real: Array,
+    separation: float = GROUP_SEPARATION,
+    crossing: Array | None = None,
+    alone: Array | None = None,
 ) -> Array:
     """(L,) float32 group of each route: connected components of "routes closer than
     ``separation`` or not both straight" among ``real`` (L,) bool routes (valid, with a
@@ -69,11 +73,15 @@ def route_groups(
     on a straight multi-lane road each lane is its own group, so an agent's leader is its
     next neighbour in the order. ``crossing`` (L, L): straight routes that cross
     (RouteLines.crossing) stay apart, their interactions found by core.junction.
-    ``separation`` +inf: all real routes one group (the lane-change mode)."""
+    ``separation`` +inf: all real routes one group (the lane-change mode). ``alone`` (L,)
+    bool: routes that stay groups of their own (bent routes whose agents core.bends
+    searches directly)."""
     num = sep.shape[0]
     joined = (sep < separation) & real[:, None] & real[None, :]  # padding lanes stay alone
     if crossing is not None and separation != math.inf:
         joined = joined & ~crossing
+    if alone is not None:
+        joined = joined & ~alone[:, None] & ~alone[None, :]
     joined = joined | jnp.eye(num, dtype=bool)
     label = jnp.arange(num, dtype=jnp.float32)
     for _ in range(num):

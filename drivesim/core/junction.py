@@ -90,12 +90,10 @@ class ZoneSearch(NamedTuple):
     fits: Array
 
 
-def _members(a, geo: Crossings, radius: Array, capacity: int) -> tuple[Array, Array]:
-    """Sorted slot of each zone member in slot order, (capacity,) int32 (-1: empty row), and
-    () bool: all members fit."""
-    n = a.x.shape[0]
-    dx, dy = a.x - geo.centre_x, a.y - geo.centre_y
-    inside = a.valid & (jnp.sqrt(dx * dx + dy * dy) <= radius)
+def members(inside: Array, capacity: int) -> tuple[Array, Array]:
+    """Sorted slot of each agent with ``inside`` (N,) bool, in slot order, (capacity,)
+    int32 (-1: empty row), and () bool: all of them fit."""
+    n = inside.shape[0]
     count = jnp.cumsum(inside.astype(jnp.int32))  # members up to and including each slot
     # member k sits at the first slot where the running count exceeds k
     first = jnp.sum((count[None, :] <= jnp.arange(capacity)[:, None]).astype(jnp.int32), axis=1)
@@ -105,28 +103,28 @@ def _members(a, geo: Crossings, radius: Array, capacity: int) -> tuple[Array, Ar
 FIELDS = ("x", "y", "length", "width", "cos_h", "sin_h", "speed")
 
 
-def _member_rows(a, member_slot: Array) -> Array:
-    """(capacity, len(FIELDS) + 3) float32: each member's FIELDS, then its sorted slot,
-    is_ego (0/1) and agent id (-1 and zeros on empty rows); member_slot (capacity,)."""
+def member_rows(a, member_slot: Array, extra: tuple[Array, ...] = ()) -> Array:
+    """(capacity, len(FIELDS) + len(extra) + 3) float32: each member's FIELDS, its
+    ``extra`` (N,) rows, then its sorted slot, is_ego (0/1) and agent id (-1 and zeros on
+    empty rows); member_slot (capacity,) from :func:`members`."""
     n = a.x.shape[0]
-    extra = [jnp.arange(n, dtype=jnp.float32), a.is_ego.astype(jnp.float32), a.agent_id.astype(jnp.float32)]
-    rows = jnp.stack([getattr(a, f) for f in FIELDS] + extra)  # (F, N); slots and ids < 2^24: exact
+    tail = [jnp.arange(n, dtype=jnp.float32), a.is_ego.astype(jnp.float32), a.agent_id.astype(jnp.float32)]
+    rows = jnp.stack([getattr(a, f) for f in FIELDS] + list(extra) + tail)  # slots, ids < 2^24: exact
     picked = rows[:, jnp.maximum(member_slot, 0)].T  # one small gather (capacity, F)
-    unset = jnp.zeros(rows.shape[0]).at[len(FIELDS)].set(-1.0).at[len(FIELDS) + 2].set(-1.0)
+    unset = jnp.zeros(rows.shape[0]).at[-3].set(-1.0).at[-1].set(-1.0)
     return jnp.where((member_slot < 0)[:, None], unset[None, :], picked)
 
 
-def search(a, proj, geo: Crossings, radius: Array, window: int, capacity: int) -> ZoneSearch:
-    """Zone leaders and overlaps of SortedAgents ``a`` with Projection ``proj`` (N,)."""
-    n = a.x.shape[0]
-    member_slot, fits = _members(a, geo, radius, capacity)
-    z = _member_rows(a, member_slot)
-    zx, zy, zl, zw, zc, zs, zv = (z[:, i] for i in range(len(FIELDS)))
-    z_slot, z_ego, z_id = (z[:, len(FIELDS) + i] for i in range(3))
+def leaders_among(a, proj, z: Array) -> tuple[Array, Array, Array, Array]:
+    """Each agent's nearest leader candidate among the members (rows ``z`` from
+    :func:`member_rows`): distance along its tangent (+inf none), the member's sorted slot
+    (-1 none), speed and length; each (N,). Every agent against every member, one member at
+    a time (elementwise over the agents, as the window search; the same rule and the first
+    of equally near candidates)."""
+    n, capacity = a.x.shape[0], z.shape[0]
+    zx, zy, zl, zv, z_slot = z[:, 0], z[:, 1], z[:, 2], z[:, 6], z[:, -3]
     member = z_slot >= 0.0
     slot = jnp.arange(n, dtype=jnp.float32)
-    # leaders: every agent against every member, one member at a time (elementwise over the
-    # agents, as the window search; the same rule and the first of equally near candidates)
     best_ds = jnp.full(n, jnp.inf, jnp.float32)
     best = jnp.full(n, -1, jnp.int32)
     half_width = 0.5 * a.lane_width
@@ -145,6 +143,22 @@ def search(a, proj, geo: Crossings, radius: Array, window: int, capacity: int) -
             out = jnp.where(best == k, values[k], out)
         return out
 
+    lead = jnp.where(best >= 0, take(z_slot).astype(jnp.int32), -1)
+    return best_ds, lead, take(zv), take(zl)
+
+
+def search(a, proj, geo: Crossings, radius: Array, window: int, capacity: int) -> ZoneSearch:
+    """Zone leaders and overlaps of SortedAgents ``a`` with Projection ``proj`` (N,)."""
+    n = a.x.shape[0]
+    dx, dy = a.x - geo.centre_x, a.y - geo.centre_y
+    # agents on bent routes are searched against every agent (core.bends), not here
+    inside = a.valid & ~a.bent & (jnp.sqrt(dx * dx + dy * dy) <= radius)
+    member_slot, fits = members(inside, capacity)
+    z = member_rows(a, member_slot)
+    zx, zy, zl, zw, zc, zs = (z[:, i] for i in range(6))
+    z_slot, z_ego, z_id = z[:, -3], z[:, -2], z[:, -1]
+    member = z_slot >= 0.0
+    ds, lead, lead_speed, lead_length = leaders_among(a, proj, z)
     # overlaps among members more than ``window`` slots apart (nearer pairs: the window's)
     col, row = (lambda v: v[:, None]), (lambda v: v[None, :])  # noqa: E731
     hit = interactions.boxes_overlap(
@@ -165,14 +179,32 @@ def search(a, proj, geo: Crossings, radius: Array, window: int, capacity: int) -
     hit_agent = jnp.any(hit_slot[:, None] == jnp.arange(n)[None, :], axis=0)
     partner = jnp.min(jnp.where(both & col(z_ego > 0.5), row(z_id), jnp.inf))
     return ZoneSearch(
-        ds=best_ds,
-        lead=jnp.where(best >= 0, take(z_slot).astype(jnp.int32), -1),
-        lead_speed=take(zv),
-        lead_length=take(zl),
+        ds=ds,
+        lead=lead,
+        lead_speed=lead_speed,
+        lead_length=lead_length,
         pairs=jnp.sum(upper.astype(jnp.int32)),
         hit=hit_agent,
         partner=jnp.where(partner == jnp.inf, -1, partner).astype(jnp.int32),
         fits=fits,
+    )
+
+
+def merge(first: ZoneSearch, second: ZoneSearch) -> ZoneSearch:
+    """One ZoneSearch from two that searched disjoint sets of pairs: the nearer leader
+    candidate (``first``'s on ties), pairs added, hits joined, the smaller partner id."""
+    nearer = second.ds < first.ds
+    pick = lambda s, f: jnp.where(nearer, s, f)  # noqa: E731
+    p, q = first.partner, second.partner
+    return ZoneSearch(
+        ds=pick(second.ds, first.ds),
+        lead=pick(second.lead, first.lead),
+        lead_speed=pick(second.lead_speed, first.lead_speed),
+        lead_length=pick(second.lead_length, first.lead_length),
+        pairs=first.pairs + second.pairs,
+        hit=first.hit | second.hit,
+        partner=jnp.where(p < 0, q, jnp.where(q < 0, p, jnp.minimum(p, q))),
+        fits=first.fits & second.fits,
     )
 
 

@@ -9,47 +9,76 @@ function works on one scenario.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import certificate, exact, interactions, junction
+from drivesim.core import bends, certificate, exact, interactions, junction
 from drivesim.core.road import lane_ok
 from drivesim.core.types import Array, Scenario, SimConfig
 
 
-def route_layout(scenario: Scenario, config: SimConfig) -> tuple[Array, Array, junction.Crossings]:
-    """The route groups (L,) of one scenario, the smallest separation () between occupied
-    parallel routes of different groups (core.certificate) and the crossings of its
-    occupied straight routes (core.junction). With lane changes every real route is one
-    group and every real route counts as occupied."""
+class RouteLayout(NamedTuple):
+    """How one scenario's agents are ordered and searched: groups (L,) route group of each
+    route; cross_sep () the smallest separation between occupied parallel routes of
+    different groups (core.certificate); crossings: its occupied straight routes' crossings
+    (core.junction); bent (L,) bool: bent routes whose agents core.bends searches directly."""
+
+    groups: Array
+    cross_sep: Array
+    crossings: junction.Crossings
+    bent: Array
+
+
+def route_layout(scenario: Scenario, config: SimConfig) -> RouteLayout:
+    """The RouteLayout of one scenario. Bent routes are searched directly when their agents
+    fit ``bends.capacity`` (not with lane changes); otherwise they join the routes they meet
+    and the certificate fails there, as without the search. With lane changes every real
+    route is one group and every real route counts as occupied."""
     road, ag = scenario.road, scenario.agents
     ok = lane_ok(road.centers)
     lines = exact.route_lines(road.centers, ok)
     sep = exact.route_separation(lines)
     real = road.lane_valid & (jnp.sum(ok, axis=-1) > 0)
     lanes = config.lane_changes
-    groups = exact.route_groups(sep, real, math.inf if lanes else exact.GROUP_SEPARATION, lines.crossing)
     onehot = ag.route[:, None] == jnp.arange(road.widths.shape[0])[None, :]
-    occupied = real if lanes else jnp.any(onehot & ag.valid[:, None], axis=0)  # changers: any lane
+    driven = onehot & ag.valid[:, None]  # (N, L)
+    bent = real & ~lines.straight
+    cap = bends.capacity(config, ag.x.shape[0])
+    bent = bent & (jnp.sum(driven & bent[None, :]) <= cap) if cap > 0 else jnp.zeros_like(bent)
+    separation = math.inf if lanes else exact.GROUP_SEPARATION
+    groups = exact.route_groups(sep, real, separation, lines.crossing, alone=bent)
+    occupied = real if lanes else jnp.any(driven, axis=0)  # changers: any lane
+    occupied = occupied & ~bent
     cross_sep = certificate.cross_group_separation(sep, groups, occupied, lines.crossing)
-    return groups, cross_sep, junction.crossings(lines, groups, occupied)
+    return RouteLayout(groups, cross_sep, junction.crossings(lines, groups, occupied), bent)
 
 
-def has_crossings(scenarios: Scenario, config: SimConfig) -> Array:
-    """() bool, unbatched: some scenario of the batch (leading axis) has straight routes of
-    different groups that cross, so the junction zone must be searched."""
-    if config.neighbours == "all_pairs" or config.lane_changes:
-        return jnp.zeros((), bool)
-    found = jax.vmap(lambda one: route_layout(one, config)[2].r0 > -jnp.inf)(scenarios)
-    return jnp.any(found)
+class SearchesOn(NamedTuple):
+    """Unbatched () bools: some scenario of the batch has crossing straight routes (the
+    junction zone) / agents on bent routes searched directly (core.bends)."""
+
+    zone: Array
+    bends: Array
+
+
+def searches_on(scenarios: Scenario, config: SimConfig) -> SearchesOn | None:
+    """Which direct searches a batch (leading axis) needs; None on the all-pairs path."""
+    if config.neighbours == "all_pairs":
+        return None
+    layout = jax.vmap(lambda one: route_layout(one, config))(scenarios)
+    onehot = scenarios.agents.route[..., None] == jnp.arange(layout.bent.shape[-1])
+    on_bent = jnp.any(onehot & layout.bent[:, None, :] & scenarios.agents.valid[..., None])
+    return SearchesOn(zone=jnp.any(layout.crossings.r0 > -jnp.inf), bends=on_bent)
 
 
 def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfig, zone_on=None):
-    """The junction zone's ZoneSearch of SortedAgents ``a`` (None on the all-pairs path).
+    """The junction zone's ZoneSearch of SortedAgents ``a``, merged with the direct search
+    of agents on bent routes (core.bends); None on the all-pairs path.
 
-    zone_on: an unbatched () bool (any scenario of the batch has crossing routes) that
-    skips the search under a real conditional when False; None: always search."""
+    zone_on: a SearchesOn of unbatched () bools that skip each search under a real
+    conditional when False; None: always search."""
     if config.neighbours == "all_pairs":
         return None
     n = a.x.shape[0]
@@ -61,9 +90,15 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
         radius = junction.zone_radius(geo, drift, widest, reach)
         return junction.search(a, proj, geo, radius, config.window, capacity)
 
+    bend_cap = bends.capacity(config, n)
+    run_bends = lambda _: bends.search(a, proj, config.window, bend_cap)  # noqa: E731
     if zone_on is None:
-        return run(None)
-    return jax.lax.cond(zone_on, run, lambda _: junction.empty(n), None)
+        zone = run(None)
+        return zone if bend_cap == 0 else junction.merge(zone, run_bends(None))
+    zone = jax.lax.cond(zone_on.zone, run, lambda _: junction.empty(n), None)
+    if bend_cap == 0:
+        return zone
+    return junction.merge(zone, jax.lax.cond(zone_on.bends, run_bends, lambda _: junction.empty(n), None))
 
 
 def zone_capacity(config: SimConfig, agents: int) -> int:

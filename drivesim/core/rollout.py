@@ -85,7 +85,8 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     seg = agent_segments(scenario.road, ag.route)
     idm = scenario.idm
     lanes = config.lane_changes
-    groups, cross_sep, crossings = neighbours.route_layout(scenario, config)
+    layout = neighbours.route_layout(scenario, config)
+    groups, cross_sep, crossings = layout.groups, layout.cross_sep, layout.crossings
     rows = [
         ag.length,
         ag.width,
@@ -104,6 +105,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         ag.route,
         jnp.where(ag.valid, onehot @ groups, num_lanes),
         ag.kind,
+        ag.valid & (onehot @ layout.bent.astype(jnp.float32) > 0.5),
     ]
     props = jnp.concatenate(
         [jnp.stack([f32(r) for r in rows])] + [getattr(seg, f) for f in SEG_FIELDS], axis=0
@@ -282,8 +284,9 @@ def advance(
     policy: the ego policy parameters for ``config.policy``; ego_action: optional
     (accel, steer) pair of () arrays that overrides the policy (used by the RL env);
     step_index: optional unbatched () step counter shared by a whole batch (rollouts pass
-    it so the re-sort can be a real branch under vmap); zone_on: optional unbatched () bool,
-    False when no scenario of the batch has crossing routes (skips the junction zone);
+    it so the re-sort can be a real branch under vmap); zone_on: optional
+    core.neighbours.SearchesOn of unbatched () bools, False where no scenario of the batch
+    has crossing routes (skips the junction zone) or agents on bent routes (core.bends);
     full_edges: optional unbatched () bool, every box corner against every lane (the exact
     fallback's last round, core.edges.search).
     Finished or padding scenarios (t >= episode_length or valid=False) do not change.
@@ -437,7 +440,7 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
         out = rollout_batch(twice, policy, config, devices)
         return jax.tree_util.tree_map(lambda leaf: leaf[:1], out)
     blocks = cache_blocks(batch, scenarios.num_agents, devices, config.block_agents)
-    zone_on = neighbours.has_crossings(scenarios, config)
+    zone_on = neighbours.searches_on(scenarios, config)
     run = lambda cfg, sc: map_blocks(jax.vmap(lambda one: rollout(one, policy, cfg, zone_on)), sc, blocks)  # noqa: E731
     fast = run(config, scenarios)
     exact = exact_config(config)
@@ -453,7 +456,7 @@ simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))
 def trajectory_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
     """vmap of :func:`rollout_trajectory`; the scenarios not proven exact are simulated again
     with the all-pairs search and every lane's edges (the whole batch, when any)."""
-    zone_on = neighbours.has_crossings(scenarios, config)
+    zone_on = neighbours.searches_on(scenarios, config)
     traj = jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))
     run = lambda cfg: traj(scenarios, policy, cfg, zone_on)  # noqa: E731
     fast = run(config)

@@ -334,6 +334,11 @@ class SimConfig:
         straight routes cross) searches exactly per step; a scenario with more there at
         some step is simulated again with all pairs. "auto": 8 for scenarios of up to 32
         agent slots, 16 above (the fastest on the synthetic intersection, BENCHMARKS.md).
+    bend_capacity: most agents on bent routes (merge ramps, turns, curved lanes) that
+        drivesim.core.bends searches against every agent, so their scenario's straight
+        routes keep the sorted window; a scenario with more is proven with its bent routes
+        in one group (mostly simulated again with all pairs). "auto": a quarter of the
+        agent slots, at least 16 (16 at 32, 32 at 128); 0: never.
     edge_search: how the road edges (off-road, ``min_road_edge_distance_m``) are found each
         step. "own_route": each box corner against its own route, the ego and the few agents
         near their corridor's edge against every lane, a scenario with too many of those
@@ -361,6 +366,7 @@ class SimConfig:
     lane_changes: LaneChangeConfig | None = None
     junction_capacity: int | str = "auto"
     edge_search: str = "own_route"
+    bend_capacity: int | str = "auto"
 
     def __post_init__(self):
         if self.neighbours not in ("window", "all_pairs", "window_only"):
@@ -380,6 +386,9 @@ class SimConfig:
         cap = self.junction_capacity
         if not (cap == "auto" or (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1)):
             raise ValueError(f"SimConfig.junction_capacity: expected an int >= 1 or 'auto', got {cap!r}")
+        cap = self.bend_capacity
+        if not (cap == "auto" or (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 0)):
+            raise ValueError(f"SimConfig.bend_capacity: expected an int >= 0 or 'auto', got {cap!r}")
         block = self.block_agents
         if not (block in ("auto", None) or (isinstance(block, int) and block >= 1)):
             raise ValueError(f"SimConfig.block_agents: expected an int >= 1, 'auto' or None, got {block!r}")

@@ -127,10 +127,11 @@ def box_edge_distance(x, y, h, length, width, road, margins=None):
     return min(edge_distance(cx, cy, road, margins) for cx, cy in corners)
 
 
-def route_groups(road, min_separation=2.5):
+def route_groups(road, min_separation=2.5, alone=None):
     """Group of each route: routes are joined unless both are single straight segments
     and either cross (not parallel) or are parallel and at least ``min_separation`` apart
-    (connected components, label = the smallest route index); invalid routes stay alone."""
+    (connected components, label = the smallest route index); invalid routes stay alone,
+    and so do the routes ``alone`` marks (bent routes whose agents are searched directly)."""
     centers, valid = road["centers"], road["lane_valid"]
     count = len(valid)
     lines = []
@@ -146,7 +147,7 @@ def route_groups(road, min_separation=2.5):
         for r in range(count):
             for q in range(count):
                 (sr, pr, ur, okr), (sq, pq, uq, okq) = lines[r], lines[q]
-                if not (okr and okq):
+                if not (okr and okq) or (alone is not None and (alone[r] or alone[q])):
                     continue
                 rel = pq - pr
                 parallel = sr and sq and abs(ur[0] * uq[1] - ur[1] * uq[0]) < 1e-5
@@ -211,7 +212,7 @@ class ReferenceSim:
         self.episode_length = int(scenario.episode_length)
         self.scenario_valid = bool(scenario.valid)
         self.margins: list = []
-        self.group = route_groups(self.road)[self.route_id].astype(float)
+        self.group = route_groups(self.road, alone=self._bent_alone())[self.route_id].astype(float)
         self.group = np.where(self.valid, self.group, len(self.road["widths"]))
         self.order = np.lexsort((self._keys(), self.group))
         self.ego_s0 = self.routes[self.ego].project(self.x[self.ego], self.y[self.ego])[0]
@@ -220,6 +221,22 @@ class ReferenceSim:
         self.ever_off = np.zeros(self.n, bool)
 
     # -- helpers
+    def _bent_alone(self):
+        """(L,) bool: bent routes (more than one real segment) that stay groups of their own,
+        which they do when their agents fit SimConfig.bend_capacity ("auto": a quarter of the
+        agent slots, at least 16; never with lane changes or all pairs)."""
+        seg = np.diff(self.road["centers"], axis=1)
+        real = np.hypot(seg[..., 0], seg[..., 1]) > 1e-6
+        bent = (real.sum(axis=1) > 1) & self.road["lane_valid"]
+        cap = self.cfg.bend_capacity
+        if cap == "auto":
+            cap = max(16, 8 * -(-self.n // 32))
+        if self.cfg.lane_changes or self.cfg.neighbours == "all_pairs":
+            cap = 0
+        cap = min(cap, self.n)
+        on_bent = int(np.sum(self.valid & bent[self.route_id]))
+        return bent & (cap > 0) & (on_bent <= cap)
+
     def _keys(self):
         key = self.x * self.sort_axis[0] + self.y * self.sort_axis[1]
         return np.where(self.valid, key, np.inf)

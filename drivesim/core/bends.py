@@ -1,0 +1,121 @@
+"""Agents on bent routes: their leaders and overlaps by a direct search, without all pairs.
+
+The sorted-window search and its certificate (core.certificate) need routes that are
+straight lines. Along a bent route (a merge ramp, a turn through a junction, a curved lane)
+the sort axis does not follow the agents, so such a route shared one route group with every
+route it meets and the certificate failed for the whole scenario. Where a scenario has at
+most ``capacity`` agents on bent routes (decided once per scenario,
+core.neighbours.route_layout), each bent route is a group of its own, the certificate
+proves the straight routes only, and :func:`search` examines every pair with a bent agent:
+
+- every agent against every bent agent as its leader candidate (N x C);
+- every bent agent against every agent as its leader (C x N);
+- every bent agent's box against every agent's box (C x N): the pairs more than ``window``
+  slots apart (nearer pairs are the window's), a pair of two bent agents once.
+
+So every leader and overlap that involves a bent agent is found, whatever the sorted order.
+The result is a core.junction.ZoneSearch; core.neighbours merges it with the junction
+zone's, which leaves bent agents out. Every function works on one scenario.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from drivesim.core import interactions, junction
+from drivesim.core.types import Array, SimConfig
+
+
+def capacity(config: SimConfig, agents: int) -> int:
+    """SimConfig.bend_capacity for scenarios of ``agents`` slots ("auto": a quarter of the
+    slots in multiples of 8, at least 16; 0 turns the search off), at most ``agents``; 0 on
+    the all-pairs path and with lane changes (every lane is one group there)."""
+    if config.neighbours == "all_pairs" or config.lane_changes:
+        return 0
+    cap = config.bend_capacity
+    if cap == "auto":
+        cap = max(16, -(-agents // 32) * 8)
+    return min(int(cap), agents)
+
+
+def _own_leaders(a, proj, z: Array, extra: int) -> tuple[Array, Array, Array, Array]:
+    """Each member's nearest leader over every agent, written to its own slot: distance
+    along its tangent (+inf none), the leader's slot (-1 none), speed and length; (N,) each.
+    z: member rows (junction.member_rows with tx, ty, d, lane_width as ``extra`` rows
+    from column ``extra``)."""
+    n = a.x.shape[0]
+    col, row = (lambda v: v[:, None]), (lambda v: v[None, :])  # noqa: E731
+    zx, zy, z_slot = z[:, 0], z[:, 1], z[:, -3]
+    ztx, zty, zd, zw = (z[:, extra + i] for i in range(4))
+    slot = jnp.arange(n, dtype=jnp.float32)
+    rx, ry = row(a.x) - col(zx), row(a.y) - col(zy)  # (C, N)
+    ds = rx * col(ztx) + ry * col(zty)
+    lat = -rx * col(zty) + ry * col(ztx) + col(zd)
+    cand = col(z_slot >= 0.0) & row(a.valid) & (row(slot) != col(z_slot))
+    cand = cand & (ds > 0.0) & (jnp.abs(lat) < 0.5 * col(zw))
+    ds_c = jnp.where(cand, ds, jnp.inf)
+    nearest = jnp.min(ds_c, axis=1)  # (C,)
+    first = jnp.min(jnp.where(ds_c == col(nearest), row(slot), n), axis=1)  # lowest slot of ties
+    found = nearest < jnp.inf
+    chosen = row(slot) == col(first)  # (C, N) one-hot on the leader's slot
+    speed = jnp.sum(jnp.where(chosen, row(a.speed), 0.0), axis=1)
+    length = jnp.sum(jnp.where(chosen, row(a.length), 0.0), axis=1)
+    own = (row(slot) == col(z_slot)) & col(found)  # (C, N): member k sits at slot i
+    back = lambda v: jnp.sum(jnp.where(own, col(v), 0.0), axis=0)  # noqa: E731
+    mine = jnp.any(own, axis=0)
+    return (
+        jnp.where(mine, back(nearest), jnp.inf),
+        jnp.where(mine, back(first), -1.0).astype(jnp.int32),
+        back(speed),
+        back(length),
+    )
+
+
+def search(a, proj, window: int, capacity: int) -> junction.ZoneSearch:
+    """Leaders and overlaps of every pair with a bent agent (``a.bent``) of SortedAgents ``a``
+    with Projection ``proj`` (N,); ``fits``: every present bent agent had a row."""
+    n = a.x.shape[0]
+    member_slot, fits = junction.members(a.valid & a.bent, capacity)
+    extra = len(junction.FIELDS)
+    z = junction.member_rows(a, member_slot, (proj.tx, proj.ty, proj.d, a.lane_width))
+    zx, zy, zl, zw, zc, zs = (z[:, i] for i in range(6))
+    z_slot, z_ego, z_id = z[:, -3], z[:, -2], z[:, -1]
+    member = z_slot >= 0.0
+    # leaders: every agent among the members, and every member among all agents
+    lead = junction.leaders_among(a, proj, z)
+    own = _own_leaders(a, proj, z, extra)
+    nearer = own[0] < lead[0]
+    ds, lead_slot, lead_speed, lead_length = (jnp.where(nearer, o, w) for o, w in zip(own, lead, strict=True))
+    # overlaps of members with every agent more than ``window`` slots away
+    col, row = (lambda v: v[:, None]), (lambda v: v[None, :])  # noqa: E731
+    slot = jnp.arange(n, dtype=jnp.float32)
+    hit = interactions.boxes_overlap(
+        row(a.x) - col(zx),
+        row(a.y) - col(zy),
+        col(zc),
+        col(zs),
+        row(a.cos_h),
+        row(a.sin_h),
+        0.5 * col(zl),
+        0.5 * col(zw),
+        0.5 * row(a.length),
+        0.5 * row(a.width),
+    )
+    apart = jnp.abs(row(slot) - col(z_slot)) > window
+    once = ~row(a.bent) | (row(slot) > col(z_slot))  # two members: from the lower slot only
+    counted = hit & col(member) & row(a.valid) & apart & once  # (C, N)
+    by_member = jnp.any(counted, axis=1)
+    hit_agent = jnp.any(counted, axis=0) | jnp.any((row(slot) == col(z_slot)) & col(by_member), axis=0)
+    ids = a.agent_id.astype(jnp.float32)
+    partner = jnp.where(col(z_ego > 0.5), row(ids), jnp.where(row(a.is_ego), col(z_id), jnp.inf))
+    partner = jnp.min(jnp.where(counted, partner, jnp.inf))
+    return junction.ZoneSearch(
+        ds=ds,
+        lead=lead_slot,
+        lead_speed=lead_speed,
+        lead_length=lead_length,
+        pairs=jnp.sum(counted.astype(jnp.int32)),
+        hit=hit_agent,
+        partner=jnp.where(partner == jnp.inf, -1, partner).astype(jnp.int32),
+        fits=fits,
+    )
