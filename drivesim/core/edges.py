@@ -58,10 +58,7 @@ def own_depth(a) -> Array:
     col = lambda v: v[:, None, :]  # noqa: E731  (S, N) -> (S, 1, N)
     px = cx.T[None] - col(seg.ax)  # (S, 4, N)
     py = cy.T[None] - col(seg.ay)
-    along = jnp.clip(px * col(seg.ux) + py * col(seg.uy), 0.0, col(seg.length))
-    ex = px - along * col(seg.ux)
-    ey = py - along * col(seg.uy)
-    dist2 = jnp.where(col(seg.ok) > 0, ex * ex + ey * ey, jnp.inf)
+    dist2 = road.segment_dist2(px, py, col(seg.ux), col(seg.uy), col(seg.length), col(seg.ok))
     depth = 0.5 * a.lane_width - jnp.sqrt(jnp.min(dist2, axis=0))  # (4, N)
     return jnp.min(depth, axis=0)
 

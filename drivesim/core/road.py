@@ -143,21 +143,14 @@ def point_at(s: Array, seg: RouteSegments) -> tuple[Array, Array]:
     return x, y
 
 
-def on_road(x: Array, y: Array, road: RoadMap) -> Array:
-    """Whether points (...) lie in the drivable area (union of lane corridors).
-
-    Segments are clipped at the route ends here: past the end of every lane is off-road.
-    """
-    lanes = lane_segments(road.centers)  # (L, S)
-    px = x[..., None, None] - lanes.ax
-    py = y[..., None, None] - lanes.ay
-    along = jnp.clip(px * lanes.ux + py * lanes.uy, 0.0, lanes.length)
-    ex = px - along * lanes.ux
-    ey = py - along * lanes.uy
-    dist2 = jnp.where(lanes.ok > 0, ex * ex + ey * ey, jnp.inf)
-    half = 0.5 * road.widths[..., None]
-    inside = (dist2 <= half * half) & road.lane_valid[..., None]
-    return jnp.any(inside, axis=(-2, -1))
+def segment_dist2(px: Array, py: Array, ux: Array, uy: Array, length: Array, ok: Array) -> Array:
+    """Squared distance of points to segments clipped at their ends, +inf on segments that
+    are not ``ok``; px, py: the points relative to each segment's start, (ux, uy) its unit
+    direction; broadcasting shapes."""
+    along = jnp.clip(px * ux + py * uy, 0.0, length)
+    ex = px - along * ux
+    ey = py - along * uy
+    return jnp.where(ok > 0, ex * ex + ey * ey, jnp.inf)
 
 
 def _min_last(values: Array) -> Array:
@@ -184,10 +177,7 @@ def edge_distance(x: Array, y: Array, road: RoadMap) -> Array:
     lanes = lane_segments(road.centers)  # (L, S)
     px = x[..., None, None] - lanes.ax
     py = y[..., None, None] - lanes.ay
-    along = jnp.clip(px * lanes.ux + py * lanes.uy, 0.0, lanes.length)
-    ex = px - along * lanes.ux
-    ey = py - along * lanes.uy
-    dist2 = jnp.where(lanes.ok > 0, ex * ex + ey * ey, jnp.inf)
+    dist2 = segment_dist2(px, py, lanes.ux, lanes.uy, lanes.length, lanes.ok)
     depth = 0.5 * road.widths - jnp.sqrt(_min_last(dist2))
     return jnp.max(jnp.where(road.lane_valid, depth, -jnp.inf), axis=-1)
 
