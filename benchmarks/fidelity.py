@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/fidelity.py                  # 64 scenarios per family/size
     .venv/bin/python benchmarks/fidelity.py --scenarios 16   # quicker
 
-For highway, merge and intersection at 32 and 128 agents (IDM and constant-speed egos: the
+For highway, merge, intersection and intersection_turns at 32 and 128 agents (IDM and constant-speed egos: the
 latter runs into traffic, so collisions occur), and the CommonRoad logs in
 ../shared/data/commonroad (IDM mode: agents present at step 0 are simulated, later ones
 replayed), it traces every step (drivesim.core.trace) and counts leader misses, leader
@@ -90,7 +90,9 @@ def main(argv=None) -> int:
     parser.add_argument("--scenarios", type=int, default=64)
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--agents", type=int, nargs="*", default=[32, 128])
-    parser.add_argument("--families", nargs="*", default=["highway", "merge", "intersection"])
+    parser.add_argument(
+        "--families", nargs="*", default=["highway", "merge", "intersection", "intersection_turns"]
+    )
     parser.add_argument("--policies", nargs="*", default=["idm", "constant"], help="ego policies")
     parser.add_argument("--commonroad", type=pathlib.Path, default=DATA, help="CommonRoad XML folder")
     args = parser.parse_args(argv)
