@@ -116,6 +116,6 @@ def search(a, proj, window: int, capacity: int) -> junction.ZoneSearch:
         lead_length=lead_length,
         pairs=jnp.sum(counted.astype(jnp.int32)),
         hit=hit_agent,
-        partner=jnp.where(partner == jnp.inf, -1, partner).astype(jnp.int32),
+        partner=junction.partner_id(partner),
         fits=fits,
     )

@@ -185,9 +185,14 @@ def search(a, proj, geo: Crossings, radius: Array, window: int, capacity: int) -
         lead_length=lead_length,
         pairs=jnp.sum(upper.astype(jnp.int32)),
         hit=hit_agent,
-        partner=jnp.where(partner == jnp.inf, -1, partner).astype(jnp.int32),
+        partner=partner_id(partner),
         fits=fits,
     )
+
+
+def partner_id(smallest: Array) -> Array:
+    """() int32 agent id from the smallest partner id found as float32 (+inf: none, -1)."""
+    return jnp.where(smallest == jnp.inf, -1, smallest).astype(jnp.int32)
 
 
 def merge(first: ZoneSearch, second: ZoneSearch) -> ZoneSearch:

@@ -90,15 +90,15 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
         radius = junction.zone_radius(geo, drift, widest, reach)
         return junction.search(a, proj, geo, radius, config.window, capacity)
 
+    def gated(on, search):  # a real conditional on an unbatched switch; None: always search
+        return search(None) if on is None else jax.lax.cond(on, search, lambda _: junction.empty(n), None)
+
+    zone = gated(None if zone_on is None else zone_on.zone, run)
     bend_cap = bends.capacity(config, n)
-    run_bends = lambda _: bends.search(a, proj, config.window, bend_cap)  # noqa: E731
-    if zone_on is None:
-        zone = run(None)
-        return zone if bend_cap == 0 else junction.merge(zone, run_bends(None))
-    zone = jax.lax.cond(zone_on.zone, run, lambda _: junction.empty(n), None)
     if bend_cap == 0:
         return zone
-    return junction.merge(zone, jax.lax.cond(zone_on.bends, run_bends, lambda _: junction.empty(n), None))
+    run_bends = lambda _: bends.search(a, proj, config.window, bend_cap)  # noqa: E731
+    return junction.merge(zone, gated(None if zone_on is None else zone_on.bends, run_bends))
 
 
 def zone_capacity(config: SimConfig, agents: int) -> int:
