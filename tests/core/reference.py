@@ -4,7 +4,7 @@ It implements the documented model independently of drivesim.core: kinematic bic
 (explicit Euler), projection on the agent's own route polyline, IDM with a leader found by
 brute force over all agents, pure-pursuit lane keeping, the ego policies, the yield rule at
 conflict zones, oriented-box collisions over all pairs, and the metrics of RolloutMetrics.
-The sorted agent order (by (route group, position), see ``route_groups``; stable sort
+The sorted agent order (by (route group, position), see ``reference_order``; stable sort
 once, then both odd-even passes every
 ``resort_every`` steps, also after the episode ended) is kept only
 for what is defined on it: the MLP observation's neighbours. Metric definitions: min TTC
@@ -26,6 +26,7 @@ import numpy as np
 from drivesim.core.types import CYCLIST, PEDESTRIAN
 
 from .reference_boxes import box_corners, polygon_overlap, sat_separation  # noqa: F401
+from .reference_order import bent_alone, route_groups
 from .reference_road_users import kind_limits
 from .reference_signals import ReferenceSignals
 
@@ -127,37 +128,6 @@ def box_edge_distance(x, y, h, length, width, road, margins=None):
     return min(edge_distance(cx, cy, road, margins) for cx, cy in corners)
 
 
-def route_groups(road, min_separation=2.5, alone=None):
-    """Group of each route: routes are joined unless both are single straight segments
-    and either cross (not parallel) or are parallel and at least ``min_separation`` apart
-    (connected components, label = the smallest route index); invalid routes stay alone,
-    and so do the routes ``alone`` marks (bent routes whose agents are searched directly)."""
-    centers, valid = road["centers"], road["lane_valid"]
-    count = len(valid)
-    lines = []
-    for r in range(count):
-        pts = centers[r]
-        seg = np.diff(pts, axis=0)
-        real = np.hypot(seg[:, 0], seg[:, 1]) > 1e-6
-        k = int(np.argmax(real))
-        u = seg[k] / max(np.hypot(*seg[k]), 1e-12)
-        lines.append((real.sum() == 1, pts[k], u, real.any() and valid[r]))
-    label = np.arange(count)
-    for _ in range(count):
-        for r in range(count):
-            for q in range(count):
-                (sr, pr, ur, okr), (sq, pq, uq, okq) = lines[r], lines[q]
-                if not (okr and okq) or (alone is not None and (alone[r] or alone[q])):
-                    continue
-                rel = pq - pr
-                parallel = sr and sq and abs(ur[0] * uq[1] - ur[1] * uq[0]) < 1e-5
-                crossing = sr and sq and not parallel
-                apart = parallel and abs(-rel[0] * ur[1] + rel[1] * ur[0]) >= min_separation
-                if not (crossing or apart):
-                    label[r] = min(label[r], label[q])
-    return label
-
-
 # ----------------------------------------------------------------------------- rollout
 
 
@@ -212,7 +182,8 @@ class ReferenceSim:
         self.episode_length = int(scenario.episode_length)
         self.scenario_valid = bool(scenario.valid)
         self.margins: list = []
-        self.group = route_groups(self.road, alone=self._bent_alone())[self.route_id].astype(float)
+        alone = bent_alone(self.road, self.route_id, self.valid, self.cfg)
+        self.group = route_groups(self.road, alone=alone)[self.route_id].astype(float)
         self.group = np.where(self.valid, self.group, len(self.road["widths"]))
         self.order = np.lexsort((self._keys(), self.group))
         self.ego_s0 = self.routes[self.ego].project(self.x[self.ego], self.y[self.ego])[0]
@@ -221,22 +192,6 @@ class ReferenceSim:
         self.ever_off = np.zeros(self.n, bool)
 
     # -- helpers
-    def _bent_alone(self):
-        """(L,) bool: bent routes (more than one real segment) that stay groups of their own,
-        which they do when their agents fit SimConfig.bend_capacity ("auto": a quarter of the
-        agent slots, at least 16; never with lane changes or all pairs)."""
-        seg = np.diff(self.road["centers"], axis=1)
-        real = np.hypot(seg[..., 0], seg[..., 1]) > 1e-6
-        bent = (real.sum(axis=1) > 1) & self.road["lane_valid"]
-        cap = self.cfg.bend_capacity
-        if cap == "auto":
-            cap = max(16, 8 * -(-self.n // 32))
-        if self.cfg.lane_changes or self.cfg.neighbours == "all_pairs":
-            cap = 0
-        cap = min(cap, self.n)
-        on_bent = int(np.sum(self.valid & bent[self.route_id]))
-        return bent & (cap > 0) & (on_bent <= cap)
-
     def _keys(self):
         key = self.x * self.sort_axis[0] + self.y * self.sort_axis[1]
         return np.where(self.valid, key, np.inf)
