@@ -5,7 +5,7 @@ Each family is a module with ``NAME``, ``LOG_UNIFORM`` (how its agent count is d
 flags it cannot honour -> why) and ``build(seed, scenario_id, cfg,
 size) -> Scenario`` (one scenario padded to ``size`` agent slots, ``common.LANES`` lanes, or
 16 route slots for intersection_turns and intersection with pedestrians, and ``common.POINTS``
-points (2: straight lanes), 4 for merge, 16 for intersection_turns). Everything here runs
+points (2: straight lanes), 4 for merge, 8 for intersection_turns). Everything here runs
 inside jit; nothing touches files.
 
     batch = generate_batch("merge", seed, ids, FamilyConfig(), size=32)   # ids (B,) int32
