@@ -70,6 +70,11 @@ def all_lanes(config: SimConfig) -> bool:
     return config.edge_search == "all_lanes" or bool(config.lane_changes)
 
 
+def _box_rows(a) -> list[Array]:
+    """The rows [x, y, cos_h, sin_h, length, width] (N,) of SortedAgents ``a``'s boxes."""
+    return [a.x, a.y, a.cos_h, a.sin_h, a.length, a.width]
+
+
 def _box_edges(rows: list[Array], rd: RoadMap) -> Array:
     """Signed edge distance of boxes given as rows [x, y, cos_h, sin_h, length, width],
     each (K,), against every lane; (K,)."""
@@ -79,7 +84,7 @@ def _box_edges(rows: list[Array], rd: RoadMap) -> Array:
 
 def _every_lane(a, rd: RoadMap) -> tuple[Array, Array]:
     """(off (N,) bool, fits ()) with every corner against every lane."""
-    edge = _box_edges([a.x, a.y, a.cos_h, a.sin_h, a.length, a.width], rd)
+    edge = _box_edges(_box_rows(a), rd)
     return a.valid & (edge < 0.0), jnp.ones((), bool)
 
 
@@ -93,7 +98,7 @@ def _own_route(a, rd: RoadMap) -> tuple[Array, Array]:
     # the k-th near agent sits at the first slot where the running count exceeds k
     slot = jnp.sum((count[None, :] <= jnp.arange(cap)[:, None]).astype(jnp.int32), axis=1)  # (cap,)
     picked = jnp.minimum(slot, n - 1)
-    edge = _box_edges([v[picked] for v in (a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)], rd)
+    edge = _box_edges([v[picked] for v in _box_rows(a)], rd)
     off_member = (slot < n) & (edge < 0.0)
     off = jnp.any((picked[:, None] == jnp.arange(n)[None, :]) & off_member[:, None], axis=0)
     return off, count[-1] <= cap
@@ -103,8 +108,7 @@ def search(a, rd: RoadMap, config: SimConfig, full_edges: Array | bool | None = 
     """The step's EdgeSearch for SortedAgents ``a`` on road ``rd``. full_edges: an unbatched
     () bool that picks every lane for every corner under a real conditional (the exact
     fallback's second round, core.fallback), True: every lane, or None: as ``config`` says."""
-    fields = [a.x, a.y, a.cos_h, a.sin_h, a.length, a.width]
-    ego_edge = _box_edges([v[None] for v in ego_values(a.is_ego, fields)], rd)[0]
+    ego_edge = _box_edges([v[None] for v in ego_values(a.is_ego, _box_rows(a))], rd)[0]
     if all_lanes(config) or full_edges is True:
         off, fits = _every_lane(a, rd)
     elif full_edges is None:

@@ -72,11 +72,11 @@ _DEVICES = "fallback_devices"  # the per-device vmap's axis name
 
 def _run_chunk(out: RolloutMetrics, scenarios: Scenario, idx: Array, exact_run, *args):
     """Simulate the scenarios at rows ``idx`` (cap,) (B: no row) with ``exact_run(sub, *args)``
-    and write their metrics into ``out`` (B,); returns (out, their metrics)."""
+    and write their metrics into ``out`` (B,)."""
     batch = scenarios.valid.shape[0]
     sub = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(idx, batch - 1)], scenarios)
     exact_m = exact_run(sub, *args)
-    return jax.tree_util.tree_map(lambda o, e: o.at[idx].set(e, mode="drop"), out, exact_m), exact_m
+    return jax.tree_util.tree_map(lambda o, e: o.at[idx].set(e, mode="drop"), out, exact_m)
 
 
 def _two_rounds(fast: RolloutMetrics, scenarios: Scenario, exact_run, axis) -> RolloutMetrics:
@@ -100,15 +100,16 @@ def _two_rounds(fast: RolloutMetrics, scenarios: Scenario, exact_run, axis) -> R
         return anywhere(jnp.any(carry[1]))
 
     def body(carry):
-        out, pending, again, full = carry
+        out, pending, full = carry
         idx = jnp.nonzero(pending, size=cap, fill_value=batch)[0]
-        out, exact_m = _run_chunk(out, scenarios, idx, exact_run, full)
+        out = _run_chunk(out, scenarios, idx, exact_run, full)
         pending = pending.at[idx].set(False, mode="drop")
-        again = again.at[idx].set(exact_m.window_overflow & ~full, mode="drop")
         switch = ~full & ~anywhere(jnp.any(pending))
-        return out, jnp.where(switch, again, pending), again & ~switch, full | switch
+        # the second round re-runs the rows whose first exact run left the edges unproven:
+        # once every flagged row has run, ``out`` holds their own flags (the rest: False)
+        return out, jnp.where(switch, out.window_overflow, pending), full | switch
 
-    init = (fast, flag, jnp.zeros_like(flag), jnp.zeros((), bool))
+    init = (fast, flag, jnp.zeros((), bool))
     out = jax.lax.while_loop(waiting, body, init)[0]
     return dataclasses.replace(out, window_overflow=flag)
 
@@ -126,7 +127,7 @@ def _single_round(fast: RolloutMetrics, scenarios: Scenario, exact_run, axis=Non
 
     def body(i, out):
         idx = jax.lax.dynamic_slice(order, (i * cap,), (cap,))
-        return _run_chunk(out, scenarios, idx, exact_run)[0]
+        return _run_chunk(out, scenarios, idx, exact_run)
 
     out = jax.lax.fori_loop(0, (count + cap - 1) // cap, body, fast)
     return dataclasses.replace(out, window_overflow=flag)

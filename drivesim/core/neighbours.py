@@ -23,12 +23,14 @@ class RouteLayout(NamedTuple):
     """How one scenario's agents are ordered and searched: groups (L,) route group of each
     route; cross_sep () the smallest separation between occupied parallel routes of
     different groups (core.certificate); crossings: its occupied straight routes' crossings
-    (core.junction); bent (L,) bool: bent routes whose agents core.bends searches directly."""
+    (core.junction); bent (L,) bool: bent routes whose agents core.bends searches directly;
+    on_bent (N,) bool: the present agents on those routes."""
 
     groups: Array
     cross_sep: Array
     crossings: junction.Crossings
     bent: Array
+    on_bent: Array
 
 
 def route_layout(scenario: Scenario, config: SimConfig) -> RouteLayout:
@@ -52,7 +54,8 @@ def route_layout(scenario: Scenario, config: SimConfig) -> RouteLayout:
     occupied = real if lanes else jnp.any(driven, axis=0)  # changers: any lane
     occupied = occupied & ~bent
     cross_sep = certificate.cross_group_separation(sep, groups, occupied, lines.crossing)
-    return RouteLayout(groups, cross_sep, junction.crossings(lines, groups, occupied), bent)
+    on_bent = jnp.any(driven & bent[None, :], axis=1)
+    return RouteLayout(groups, cross_sep, junction.crossings(lines, groups, occupied), bent, on_bent)
 
 
 class SearchesOn(NamedTuple):
@@ -68,9 +71,7 @@ def searches_on(scenarios: Scenario, config: SimConfig) -> SearchesOn | None:
     if config.neighbours == "all_pairs":
         return None
     layout = jax.vmap(lambda one: route_layout(one, config))(scenarios)
-    onehot = scenarios.agents.route[..., None] == jnp.arange(layout.bent.shape[-1])
-    on_bent = jnp.any(onehot & layout.bent[:, None, :] & scenarios.agents.valid[..., None])
-    return SearchesOn(zone=jnp.any(layout.crossings.r0 > -jnp.inf), bends=on_bent)
+    return SearchesOn(zone=jnp.any(layout.crossings.r0 > -jnp.inf), bends=jnp.any(layout.on_bent))
 
 
 def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfig, zone_on=None):

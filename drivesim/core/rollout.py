@@ -105,7 +105,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         ag.route,
         jnp.where(ag.valid, onehot @ groups, num_lanes),
         ag.kind,
-        ag.valid & (onehot @ layout.bent.astype(jnp.float32) > 0.5),
+        layout.on_bent,
     ]
     props = jnp.concatenate(
         [jnp.stack([f32(r) for r in rows])] + [getattr(seg, f) for f in SEG_FIELDS], axis=0
