@@ -82,8 +82,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--source",
                 help="Scenario source, repeatable: synthetic:highway,merge | commonroad:PATH | "
-                "store:PATH | catalogue:FAMILY[?GRID]. Default: every synthetic family plus "
-                "../shared/data CommonRoad files.",
+                "store:PATH | catalogue:FAMILY[?GRID]. Default: the demo mix, "
+                "synthetic:highway,merge,intersection plus ../shared/data CommonRoad files.",
             ),
         ] = None,
         grid: Annotated[

@@ -37,7 +37,8 @@ class CampaignConfig:
     """Everything one ``drivesim run`` needs.
 
     sources: source specs (``synthetic:highway,merge``, ``commonroad:PATH``, ``store:PATH``);
-        empty means the demo mix (every synthetic family plus ../shared/data CommonRoad files).
+        empty means the demo mix (synthetic:highway,merge,intersection plus ../shared/data CommonRoad
+        files).
     count: scenarios in the campaign (synthetic sources; file sources have their own length).
     policy: a registered ego policy (``idm``, ``constant``, ...), ``mlp:FILE[,FILE...]``
         (one policy per checkpoint) or ``package.module:NAME`` (a user EgoPolicy);

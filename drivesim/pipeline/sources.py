@@ -22,7 +22,7 @@ DEMO_SWEEP = pathlib.Path(__file__).with_name("demo_sweep.toml")
 def demo_sources(root: pathlib.Path | None = None) -> tuple[tuple[str, ...], list[str]]:
     """Source specs of the demo campaign and notes for the user.
 
-    Every synthetic family, plus the CommonRoad files found by :func:`find_shared_commonroad`
+    DEMO_FAMILIES, plus the CommonRoad files found by :func:`find_shared_commonroad`
     (skipped with a note when absent).
     """
     from drivesim.scenarios import synthetic

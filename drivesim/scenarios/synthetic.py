@@ -28,6 +28,7 @@ __all__ = [
     "generate_positions",
     "highway",
     "intersection",
+    "intersection_turns",
     "merge",
 ]
 
@@ -138,4 +139,14 @@ def intersection(scenario_id: int, cfg: FamilyConfig = DEFAULT) -> ScenarioRecor
     return generate("intersection", scenario_id, cfg)
 
 
-FAMILIES = {"highway": highway, "merge": merge, "intersection": intersection}
+def intersection_turns(scenario_id: int, cfg: FamilyConfig = DEFAULT) -> ScenarioRecord:
+    """The crossing with turning traffic (see drivesim.scenarios.families.turns)."""
+    return generate("intersection_turns", scenario_id, cfg)
+
+
+FAMILIES = {
+    "highway": highway,
+    "merge": merge,
+    "intersection": intersection,
+    "intersection_turns": intersection_turns,
+}

@@ -6,6 +6,8 @@ import jax
 import numpy as np
 
 from drivesim.core.validate import validate_scenario
+from drivesim.scenarios import families as generators
+from drivesim.scenarios.registry import SourceContext, open_spec
 from drivesim.scenarios.synthetic import FAMILIES, FamilyConfig, generate, highway
 
 
@@ -15,7 +17,14 @@ def _equal(a, b) -> bool:
 
 
 def test_families_registered():
-    assert {"highway", "merge", "intersection"} <= set(FAMILIES)
+    """Every generator family is a ``synthetic:`` source family (the CLI checks this table)."""
+    assert set(FAMILIES) == set(generators.FAMILIES)
+    assert {"highway", "merge", "intersection", "intersection_turns"} <= set(FAMILIES)
+    context = SourceContext(count=3, seed=0, family=FamilyConfig(num_agents=8))
+    source = open_spec("synthetic:intersection_turns", context)
+    record = source.load(2)
+    assert record.family == "intersection_turns"
+    assert _equal(record, generate("intersection_turns", 2, context.family))
 
 
 def test_deterministic_per_id_and_seed():
