@@ -21,7 +21,13 @@ from drivesim.parallel import cpu_devices
 
 cpu_devices.enable()  # before JAX starts: DEVICES_PER_CORE CPU devices per usable core
 
-from drivesim.bench.engine import COST_RATIO_TARGET, DEFAULT_AGENTS, markdown_table, run_engine_sweep  # noqa: E402
+from drivesim.bench.engine import (  # noqa: E402
+    COST_RATIO_TARGET,
+    DEFAULT_AGENTS,
+    EngineSweep,
+    markdown_table,
+    run_engine_sweep,
+)
 from drivesim.bench.harness import HarnessConfig  # noqa: E402
 from drivesim.bench.records import append_records  # noqa: E402
 
@@ -40,7 +46,8 @@ def main(argv=None) -> int:
 
     device_counts = sorted({1, len(jax.devices())})
     harness = HarnessConfig(repeats=repeats, warmup=1)
-    records, ratios = run_engine_sweep(args.agents, scenarios, args.steps, harness, device_counts)
+    sweep = EngineSweep(tuple(args.agents), scenarios, args.steps, harness, tuple(device_counts))
+    records, ratios = run_engine_sweep(sweep)
     append_records(f"{args.out}/bench/engine.jsonl", records)
     r0 = records[0]
     print(

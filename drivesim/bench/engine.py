@@ -7,7 +7,7 @@ measured apart; warm-up calls are excluded; rates are summarised over the repeat
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import jax
@@ -19,6 +19,7 @@ from drivesim.parallel.memory import memory_fields
 
 DEFAULT_AGENTS = (8, 32, 128)
 COST_RATIO_TARGET = 1.5  # cost per agent-step at 128 vs 32 agents
+FAMILY_RATIO_TARGET = 0.7  # throughput of a traffic family vs highway at the same shape
 
 
 @dataclass(frozen=True)
@@ -75,34 +76,66 @@ def agent_step_cost_ratio(large: BenchRecord, small: BenchRecord) -> float:
     return small.rate("agent_steps_per_s") / large.rate("agent_steps_per_s")
 
 
+@dataclass(frozen=True)
+class EngineSweep:
+    """What :func:`run_engine_sweep` runs: every family x agent count x device count (None:
+    all devices) of ``scenarios`` x n agents x ``steps``. A family other than highway is
+    measured against highway in the same run (highway is added first)."""
+
+    agents: tuple[int, ...] = DEFAULT_AGENTS
+    scenarios: int = 4096
+    steps: int = 80
+    harness: HarnessConfig = field(default_factory=HarnessConfig)
+    device_counts: tuple[int | None, ...] = (None,)
+    families: tuple[str, ...] = ("highway",)
+
+
 def run_engine_sweep(
-    agents: Iterable[int],
-    scenarios: int,
-    steps: int,
-    harness: HarnessConfig,
-    device_counts: Iterable[int | None] = (None,),
-    log: Callable[[str], None] | None = None,
+    sweep: EngineSweep, log: Callable[[str], None] | None = None
 ) -> tuple[list[BenchRecord], dict[int, float]]:
-    """``run_engine`` on ``scenarios`` x n agents x ``steps`` for every device count (None:
-    all devices) and every n in ``agents``; returns the records and, per device count that has
-    both 32 and 128 agents, the cost ratio 128 vs 32 (also stored in the 128-agent record's
-    ``extra["cost_ratio_vs_32"]``)."""
+    """``run_engine`` for every point of ``sweep``; returns the records and, per device count
+    whose highway runs have both 32 and 128 agents, the cost ratio 128 vs 32 (also in the
+    128-agent record's ``extra["cost_ratio_vs_32"]``). A record of another family holds its
+    scenarios/s over highway's at the same agents and devices in ``extra["vs_highway"]``."""
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    agents = list(agents)
+    families = ["highway"] + [f for f in sweep.families if f != "highway"]
     records = []
-    for devices in device_counts:
-        for n in agents:
-            where = f"{devices} device(s)" if devices else "all devices"
-            log(f"engine: {scenarios} x {n} agents x {steps} steps on {where} ...")
-            records.append(run_engine(EngineConfig(Workload(scenarios, n, steps), harness, devices=devices)))
-            log("  " + rate_line(records[-1]))
+    for devices in sweep.device_counts:
+        for family in families:
+            for n in sweep.agents:
+                where = f"{devices} device(s)" if devices else "all devices"
+                log(f"engine: {sweep.scenarios} {family} x {n} agents x {sweep.steps} steps on {where} ...")
+                wl = Workload(sweep.scenarios, n, sweep.steps, family)
+                record = run_engine(EngineConfig(wl, sweep.harness, devices=devices))
+                record.extra["family"] = family
+                records.append(record)
+                log("  " + rate_line(record) + _vs_highway(record, records))
     ratios = {}
     for count in dict.fromkeys(r.device_count for r in records):
-        by_agents = {r.agents: r for r in records if r.device_count == count}
+        by_agents = {
+            r.agents: r for r in records if r.device_count == count and r.extra["family"] == "highway"
+        }
         if 32 in by_agents and 128 in by_agents:
             ratios[count] = agent_step_cost_ratio(by_agents[128], by_agents[32])
             by_agents[128].extra["cost_ratio_vs_32"] = ratios[count]
     return records, ratios
+
+
+def _vs_highway(record: BenchRecord, records: list[BenchRecord]) -> str:
+    """Store ``record``'s throughput over highway's (same agents and devices, run before it)
+    in its extra["vs_highway"]; the log's suffix saying so ("" for highway itself)."""
+    if record.extra["family"] == "highway":
+        return ""
+    same = (
+        r
+        for r in records
+        if r.extra["family"] == "highway"
+        and (r.agents, r.device_count) == (record.agents, record.device_count)
+    )
+    base = next(same)
+    ratio = record.rate("scenarios_per_s") / base.rate("scenarios_per_s")
+    record.extra["vs_highway"] = ratio
+    return f"; {ratio:.2f}x highway (goal >= {FAMILY_RATIO_TARGET})"
 
 
 def markdown_table(records: list[BenchRecord]) -> str:

@@ -71,15 +71,33 @@ def engine(
             "devices per core)"
         ),
     ] = None,
+    family: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--family",
+            help="synthetic family (repeatable; default highway); another family runs after "
+            "highway and is reported as a ratio to it",
+        ),
+    ] = None,
 ) -> None:
     """Engine throughput of `simulate` (W32 = 4096 highway x 32 agents x 80 steps; also 8, 128)."""
-    from drivesim.bench.engine import COST_RATIO_TARGET, DEFAULT_AGENTS, run_engine_sweep
+    from drivesim.bench.engine import COST_RATIO_TARGET, DEFAULT_AGENTS, EngineSweep, run_engine_sweep
     from drivesim.bench.harness import HarnessConfig
+    from drivesim.scenarios.synthetic import FAMILIES
 
-    harness = HarnessConfig(repeats=repeats, warmup=warmup)
-    records, ratios = run_engine_sweep(
-        agents or DEFAULT_AGENTS, scenarios, steps, harness, [devices], log=_err
+    unknown = [f for f in family or () if f not in FAMILIES]
+    if unknown:
+        _err(f"bench engine: unknown --family {unknown[0]!r}; known: {', '.join(sorted(FAMILIES))}")
+        raise typer.Exit(2)
+    sweep = EngineSweep(
+        agents=tuple(agents or DEFAULT_AGENTS),
+        scenarios=scenarios,
+        steps=steps,
+        harness=HarnessConfig(repeats=repeats, warmup=warmup),
+        device_counts=(devices,),
+        families=tuple(family or ("highway",)),
     )
+    records, ratios = run_engine_sweep(sweep, log=_err)
     for ratio in ratios.values():
         _err(f"cost per agent-step, 128 vs 32 agents: {ratio:.2f}x (target <= {COST_RATIO_TARGET})")
     _emit(records, out, "bench", "engine", json_out)

@@ -37,6 +37,22 @@ def test_bench_engine_json(tmp_path):
     assert len((tmp_path / "bench" / "engine.jsonl").read_text().splitlines()) == 1
 
 
+def test_bench_engine_family_against_highway(tmp_path):
+    args = ["bench", "engine", "--agents", "8", "--scenarios", "16", "--steps", "5", "--repeats", "1"]
+    family = ["--family", "intersection_turns", "--json", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, args + family)
+    assert result.exit_code == 0, result.output
+    highway, turns = _json_lines(result.stdout)
+    assert (highway["extra"]["family"], turns["extra"]["family"]) == ("highway", "intersection_turns")
+    assert turns["workload"] == "intersection_turns-16x8x5" and "vs_highway" not in highway["extra"]
+    ratio = turns["scenarios_per_s"]["median"] / highway["scenarios_per_s"]["median"]
+    assert abs(turns["extra"]["vs_highway"] - ratio) < 1e-9
+    assert "x highway (goal >= 0.7)" in result.stderr
+    bad = CliRunner().invoke(app, args + ["--family", "roundabout", "--out", str(tmp_path)])
+    assert bad.exit_code == 2 and "unknown --family 'roundabout'" in bad.stderr
+    assert bad.stderr.count("\n") == 1
+
+
 def test_bench_memory_marks_one_knee(tmp_path):
     args = [
         "bench",
