@@ -10,8 +10,8 @@ the outermost lane to the outermost lane on its right, along a circular arc tang
 lane centre lines (a fillet of radius 9-14 m for left turns, 6-10 m for right turns, drawn per
 scenario). The arc is ARC = 5 chords, each within R (1 - cos(phi / 10)) of the circle: at most
 0.26 m, for a 110-degree turn of radius 14 m. Every agent's projection and box corners are
-evaluated over its route's segments, so 8 points per route instead of 16 run the family about
-2x faster. Turning drivers keep a turn speed sqrt(A_LAT R) (IDM desired speed; initial speed
+evaluated over its route's segments, so 8 points per route instead of 16 run the family
+1.5-1.8x faster. Turning drivers keep a turn speed sqrt(A_LAT R) (IDM desired speed; initial speed
 at most 0.9 of it): IDM has no curve-speed model, so they drive the approach at it too.
 Priority follows the engine's yield rule: minor-road agents and major-road left turners (who
 cross the oncoming lanes) yield at the stop line while a priority agent is near the junction;
