@@ -23,13 +23,12 @@ class RouteLayout(NamedTuple):
     """How one scenario's agents are ordered and searched: groups (L,) route group of each
     route; cross_sep () the smallest separation between occupied parallel routes of
     different groups (core.certificate); crossings: its occupied straight routes' crossings
-    (core.junction); bent (L,) bool: bent routes whose agents core.bends searches directly;
-    on_bent (N,) bool: the present agents on those routes."""
+    (core.junction); on_bent (N,) bool: the present agents on bent routes, which core.bends
+    searches directly."""
 
     groups: Array
     cross_sep: Array
     crossings: junction.Crossings
-    bent: Array
     on_bent: Array
 
 
@@ -55,7 +54,7 @@ def route_layout(scenario: Scenario, config: SimConfig) -> RouteLayout:
     occupied = occupied & ~bent
     cross_sep = certificate.cross_group_separation(sep, groups, occupied, lines.crossing)
     on_bent = jnp.any(driven & bent[None, :], axis=1)
-    return RouteLayout(groups, cross_sep, junction.crossings(lines, groups, occupied), bent, on_bent)
+    return RouteLayout(groups, cross_sep, junction.crossings(lines, groups, occupied), on_bent)
 
 
 class SearchesOn(NamedTuple):
