@@ -28,7 +28,6 @@ __all__ = [
     "generate_positions",
     "highway",
     "intersection",
-    "intersection_turns",
     "merge",
 ]
 
@@ -139,14 +138,5 @@ def intersection(scenario_id: int, cfg: FamilyConfig = DEFAULT) -> ScenarioRecor
     return generate("intersection", scenario_id, cfg)
 
 
-def intersection_turns(scenario_id: int, cfg: FamilyConfig = DEFAULT) -> ScenarioRecord:
-    """The crossing with turning traffic (see drivesim.scenarios.families.turns)."""
-    return generate("intersection_turns", scenario_id, cfg)
-
-
-FAMILIES = {
-    "highway": highway,
-    "merge": merge,
-    "intersection": intersection,
-    "intersection_turns": intersection_turns,
-}
+# family name -> generator (scenario_id, cfg) -> ScenarioRecord, for every on-device family
+FAMILIES = {name: partial(generate, name) for name in fam.FAMILIES}

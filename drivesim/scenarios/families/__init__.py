@@ -27,7 +27,8 @@ from drivesim.scenarios.families.common import FamilyConfig
 FAMILIES = {m.NAME: m for m in (highway, merge, intersection, turns)}
 # Raised whenever a family's scenarios change for some (seed, id): a campaign's fingerprint
 # records it, so a resume never mixes two generators' scenarios. 2: long highway and merge
-# queues get a road long enough for them (2026-11-24).
+# queues get a road long enough for them (2026-11-24). intersection_turns' 8-point routes
+# (2026-11-27) changed no campaign's scenarios: that family only became a campaign source then.
 GENERATOR_VERSION = 2
 
 __all__ = [
