@@ -6,6 +6,7 @@ measured apart; warm-up calls are excluded; rates are summarised over the repeat
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,16 +101,21 @@ def run_engine_sweep(
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     families = ["highway"] + [f for f in sweep.families if f != "highway"]
     records = []
-    for devices in sweep.device_counts:
-        for family in families:
-            for n in sweep.agents:
-                where = f"{devices} device(s)" if devices else "all devices"
-                log(f"engine: {sweep.scenarios} {family} x {n} agents x {sweep.steps} steps on {where} ...")
-                wl = Workload(sweep.scenarios, n, sweep.steps, family)
-                record = run_engine(EngineConfig(wl, sweep.harness, devices=devices))
-                record.extra["family"] = family
-                records.append(record)
-                log("  " + rate_line(record) + _vs_highway(record, records))
+    highway_rate = {}  # (agents, devices) -> highway's scenarios/s, measured before the others
+    for devices, family, n in itertools.product(sweep.device_counts, families, sweep.agents):
+        where = f"{devices} device(s)" if devices else "all devices"
+        log(f"engine: {sweep.scenarios} {family} x {n} agents x {sweep.steps} steps on {where} ...")
+        wl = Workload(sweep.scenarios, n, sweep.steps, family)
+        record = run_engine(EngineConfig(wl, sweep.harness, devices=devices))
+        record.extra["family"] = family
+        records.append(record)
+        rate, suffix = record.rate("scenarios_per_s"), ""
+        if family == "highway":
+            highway_rate[n, devices] = rate
+        else:
+            record.extra["vs_highway"] = rate / highway_rate[n, devices]
+            suffix = f"; {record.extra['vs_highway']:.2f}x highway (goal >= {FAMILY_RATIO_TARGET})"
+        log("  " + rate_line(record) + suffix)
     ratios = {}
     for count in dict.fromkeys(r.device_count for r in records):
         by_agents = {
@@ -119,23 +125,6 @@ def run_engine_sweep(
             ratios[count] = agent_step_cost_ratio(by_agents[128], by_agents[32])
             by_agents[128].extra["cost_ratio_vs_32"] = ratios[count]
     return records, ratios
-
-
-def _vs_highway(record: BenchRecord, records: list[BenchRecord]) -> str:
-    """Store ``record``'s throughput over highway's (same agents and devices, run before it)
-    in its extra["vs_highway"]; the log's suffix saying so ("" for highway itself)."""
-    if record.extra["family"] == "highway":
-        return ""
-    same = (
-        r
-        for r in records
-        if r.extra["family"] == "highway"
-        and (r.agents, r.device_count) == (record.agents, record.device_count)
-    )
-    base = next(same)
-    ratio = record.rate("scenarios_per_s") / base.rate("scenarios_per_s")
-    record.extra["vs_highway"] = ratio
-    return f"; {ratio:.2f}x highway (goal >= {FAMILY_RATIO_TARGET})"
 
 
 def markdown_table(records: list[BenchRecord]) -> str:
