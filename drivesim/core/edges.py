@@ -23,12 +23,14 @@ pass (BENCHMARKS.md "Road edges"). Every function works on one scenario.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from drivesim.core import road
+from drivesim.core.materialize import materialize
 from drivesim.core.observation import ego_values
 from drivesim.core.types import Array, RoadMap, SimConfig
 
@@ -55,12 +57,16 @@ def own_depth(a) -> Array:
     (segments clipped at the route's ends, as in core.road.edge_distance)."""
     cx, cy = road.box_corners(a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)  # (N, 4)
     seg = a.seg  # (S, N)
-    col = lambda v: v[:, None, :]  # noqa: E731  (S, N) -> (S, 1, N)
-    px = cx.T[None] - col(seg.ax)  # (S, 4, N)
-    py = cy.T[None] - col(seg.ay)
-    dist2 = road.segment_dist2(px, py, col(seg.ux), col(seg.uy), col(seg.length), col(seg.ok))
-    depth = 0.5 * a.lane_width - jnp.sqrt(jnp.min(dist2, axis=0))  # (4, N)
-    return jnp.min(depth, axis=0)
+    depths = []
+    # corners and segments unrolled into elementwise minima: XLA:CPU runs a reduction over
+    # these short axes as a separate, slow loop (BENCHMARKS.md "Stored once")
+    for corner in range(4):
+        px = cx[:, corner] - seg.ax  # (S, N)
+        py = cy[:, corner] - seg.ay
+        dist2 = road.segment_dist2(px, py, seg.ux, seg.uy, seg.length, seg.ok)
+        nearest = functools.reduce(jnp.minimum, list(dist2))  # (N,)
+        depths.append(0.5 * a.lane_width - jnp.sqrt(nearest))
+    return functools.reduce(jnp.minimum, depths)
 
 
 def all_lanes(config: SimConfig) -> bool:
@@ -93,15 +99,20 @@ def _own_route(a, rd: RoadMap) -> tuple[Array, Array]:
     agents near its edge (up to :func:`capacity`, the ego left out) against every lane."""
     n = a.x.shape[0]
     cap = capacity(n)
-    near = a.valid & ~a.is_ego & (own_depth(a) < MARGIN)
-    count = jnp.cumsum(near.astype(jnp.int32))  # near agents up to and including each slot
-    # the k-th near agent sits at the first slot where the running count exceeds k
-    slot = jnp.sum((count[None, :] <= jnp.arange(cap)[:, None]).astype(jnp.int32), axis=1)  # (cap,)
+    near = materialize(a.valid & ~a.is_ego & (own_depth(a) < MARGIN))  # read cap + 1 times
+    index = jnp.arange(n)
+    # the k-th near agent's slot (n: none), one minimum each (a cumulative sum is a slow
+    # reduce-window on XLA:CPU)
+    slots: list[Array] = []
+    for _ in range(cap):
+        after = index > slots[-1] if slots else True
+        slots.append(jnp.min(jnp.where(near & after, index, n)))
+    slot = jnp.stack(slots) if slots else jnp.zeros(0, jnp.int32)  # (cap,)
     picked = jnp.minimum(slot, n - 1)
     edge = _box_edges([v[picked] for v in _box_rows(a)], rd)
     off_member = (slot < n) & (edge < 0.0)
     off = jnp.any((picked[:, None] == jnp.arange(n)[None, :]) & off_member[:, None], axis=0)
-    return off, count[-1] <= cap
+    return off, jnp.sum(near.astype(jnp.int32)) <= cap
 
 
 def search(a, rd: RoadMap, config: SimConfig, full_edges: Array | bool | None = None) -> EdgeSearch:

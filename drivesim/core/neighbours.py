@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core import bends, certificate, exact, interactions, junction
+from drivesim.core.materialize import materialize
 from drivesim.core.road import lane_ok
 from drivesim.core.types import Array, Scenario, SimConfig
 
@@ -129,6 +130,7 @@ def leader_search(a, proj, axis: Array, config: SimConfig, zone=None) -> tuple[A
     offset = interactions.leader_offsets(
         a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.window, forward=forward
     )
+    offset = materialize(offset)  # one search, read by every picked value
     ds, speed, length = interactions.leader_pick(
         offset, a.x, a.y, a.speed, a.length, proj.tx, proj.ty, config.window
     )

@@ -1,0 +1,32 @@
+"""Compute a value once, whatever reads it.
+
+XLA fuses a cheap elementwise producer into each of its consumers, so a value that three
+fusions read is computed three times. ``jax.lax.optimization_barrier`` does not prevent
+it on the CPU: XLA:CPU expands the barrier before fusion (the compiled program holds none).
+A reduction's result is never fused into its consumers, so :func:`materialize` passes each
+value through an identity reduction (the value and a neutral row, reduced over that axis of
+2): one fusion computes it and the consumers read the stored array. The identity is exact:
+a maximum against -inf (the type's lowest integer) keeps -0.0 and NaN, and booleans are
+or-ed with False. Where the engine stores values this way, and what it gained: BENCHMARKS.md
+"Stored once".
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from drivesim.core.types import Array
+
+
+def materialize(tree):
+    """``tree`` unchanged, each array leaf computed once by the program (see the module)."""
+    return jax.tree_util.tree_map(_stored, tree)
+
+
+def _stored(value: Array) -> Array:
+    value = jnp.asarray(value)
+    if value.dtype == jnp.bool_:
+        return jnp.any(jnp.stack([value, jnp.zeros_like(value)]), axis=0)
+    low = jnp.iinfo(value.dtype).min if jnp.issubdtype(value.dtype, jnp.integer) else -jnp.inf
+    return jnp.max(jnp.stack([value, jnp.full_like(value, low)]), axis=0)
