@@ -20,9 +20,12 @@ zone's, which leaves bent agents out. Every function works on one scenario.
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 
 from drivesim.core import interactions, junction
+from drivesim.core.materialize import materialize
 from drivesim.core.types import Array, SimConfig
 
 
@@ -60,9 +63,15 @@ def _own_leaders(a, proj, z: Array, extra: int) -> tuple[Array, Array, Array, Ar
     chosen = row(slot) == col(first)  # (C, N) one-hot on the leader's slot
     speed = jnp.sum(jnp.where(chosen, row(a.speed), 0.0), axis=1)
     length = jnp.sum(jnp.where(chosen, row(a.length), 0.0), axis=1)
-    own = (row(slot) == col(z_slot)) & col(found)  # (C, N): member k sits at slot i
-    back = lambda v: jnp.sum(jnp.where(own, col(v), 0.0), axis=0)  # noqa: E731
-    mine = jnp.any(own, axis=0)
+    own = [(slot == z_slot[k]) & found[k] for k in range(z.shape[0])]  # (N,) each: member k at slot i
+
+    def back(v):  # each member's value in its own slot (slots are distinct; added to 0.0 as a sum would)
+        out = jnp.zeros(n, jnp.float32)
+        for k, at_k in enumerate(own):
+            out = jnp.where(at_k, out + v[k], out)
+        return out
+
+    mine = functools.reduce(jnp.logical_or, own)
     return (
         jnp.where(mine, back(nearest), jnp.inf),
         jnp.where(mine, back(first), -1.0).astype(jnp.int32),
@@ -103,9 +112,11 @@ def search(a, proj, window: int, capacity: int) -> junction.ZoneSearch:
     )
     apart = jnp.abs(row(slot) - col(z_slot)) > window
     once = ~row(a.bent) | (row(slot) > col(z_slot))  # two members: from the lower slot only
-    counted = hit & col(member) & row(a.valid) & apart & once  # (C, N)
+    counted = materialize(hit & col(member) & row(a.valid) & apart & once)  # (C, N), read 4 times
     by_member = jnp.any(counted, axis=1)
-    hit_agent = jnp.any(counted, axis=0) | jnp.any((row(slot) == col(z_slot)) & col(by_member), axis=0)
+    hit_agent = functools.reduce(
+        jnp.logical_or, [counted[k] | ((slot == z_slot[k]) & by_member[k]) for k in range(z.shape[0])]
+    )  # member by member: elementwise over the agents, no reduction over the members' axis
     ids = a.agent_id.astype(jnp.float32)
     partner = jnp.where(col(z_ego > 0.5), row(ids), jnp.where(row(a.is_ego), col(z_id), jnp.inf))
     partner = jnp.min(jnp.where(counted, partner, jnp.inf))

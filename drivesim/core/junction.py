@@ -28,6 +28,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from drivesim.core import interactions
+from drivesim.core.materialize import materialize
 from drivesim.core.types import Array, pytree_dataclass
 
 EPS = 0.01  # [m] slack for float32 rounding (conservative side)
@@ -136,6 +137,7 @@ def leaders_among(a, proj, z: Array) -> tuple[Array, Array, Array, Array]:
         cand = cand & (ds < best_ds)
         best_ds = jnp.where(cand, ds, best_ds)
         best = jnp.where(cand, k, best)
+    best = materialize(best)  # one search, read by every taken value
 
     def take(values):
         out = jnp.zeros(n, jnp.float32)
