@@ -184,8 +184,10 @@ def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig, 
     zone: the step's junction ZoneSearch (None on the all-pairs path)."""
     _lead, gap, speed = neighbours.leader_search(a, proj, scenario.road.sort_axis, config, zone)
     if config.neighbours != "all_pairs":
-        # one materialised result: the state and the window certificate both read it, and XLA
-        # would otherwise evaluate the search once per consumer
+        # the state and the window certificate both read it. On XLA:CPU the barrier does not
+        # keep the search from being fused into each reader (core.materialize does; here the
+        # leader offsets are stored inside the search, and storing these results as well
+        # measured no faster, BENCHMARKS.md "Stored once")
         gap, speed = jax.lax.optimization_barrier((gap, speed))
     return {"lead_gap": gap, "lead_speed": speed}
 
