@@ -1,36 +1,57 @@
 #!/usr/bin/env bash
-# GPU figures for BENCHMARKS.md: engine and end-to-end campaign rates on one accelerator.
-# Usage (on a machine with a CUDA jax; wheels for missing packages may be put in .whl/):
+# GPU figures for BENCHMARKS.md: engine, synthetic families and end-to-end campaign on one
+# accelerator, in one command that fits a 10-minute call (each step has its own time limit, so a
+# slow step costs its figure, not the others').
+# Usage (on a machine with a CUDA jax; wheels for missing packages may be put in .whl/, and
+# DRIVESIM_DATA may point at a folder holding commonroad/ for the demo campaign; BASE_TREE may
+# point at another checkout's root, whose engine then runs right after this one's):
 #   bash benchmarks/gpu.sh [OUTDIR]
-# Writes OUTDIR/engine.jsonl, OUTDIR/campaign-*.jsonl and a log; prints a short table.
+# Writes OUTDIR/engine.jsonl (and base.jsonl), OUTDIR/families.jsonl, OUTDIR/campaign.jsonl, OUTDIR/demo.log and
+# prints a short table.
 set -uo pipefail
 out=${1:-runs/gpu}
 mkdir -p "$out"
+out=$(realpath "$out")
 export PYTHONUNBUFFERED=1
 if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-  export PYTHONPATH=/tmp/site:$PWD
+  site=/tmp/site
 else
-  export PYTHONPATH=$PWD
+  site=
 fi
-ds() { python3 -m drivesim.cli "$@"; }
+export PYTHONPATH=$site${site:+:}$PWD
+ds=(python3 -m drivesim.cli)
+step() {  # step SECONDS NAME COMMAND...: run COMMAND with a limit, report its wall time
+  local limit=$1 name=$2 t0 rc
+  shift 2
+  t0=$(date +%s%N)
+  timeout "$limit" "$@"
+  rc=$?
+  echo "== $name: exit $rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms" | tee -a "$out/steps.txt"
+}
 nvidia-smi -L 2>/dev/null
 python3 -c "import jax; print('jax', jax.__version__, jax.devices())"
-ds bench engine --agents 8 --agents 32 --agents 128 --scenarios 4096 --repeats 5 --json --out "$out/b" \
-  > "$out/engine.jsonl"
-ds bench engine --agents 32 --scenarios 65536 --repeats 5 --json --out "$out/b" >> "$out/engine.jsonl"
-for b in 4096 65536; do
-  ds bench campaign --source synthetic --batch-size $b --small-batches 1 --large-batches 6 --repeats 3 \
-    --json --out "$out/b" > "$out/campaign-synthetic-$b.jsonl"
-done
-ds bench campaign --source store --batch-size 16384 --small-batches 1 --large-batches 4 --repeats 2 \
-  --json --out "$out/b" > "$out/campaign-store-16384.jsonl"
+step 110 engine "${ds[@]}" bench engine --agents 8 --agents 32 --agents 128 --scenarios 4096 --repeats 5 --json \
+  --out "$out/b" > "$out/engine.jsonl"
+if [ -n "${BASE_TREE:-}" ]; then
+  step 100 base env -C "$BASE_TREE" PYTHONPATH="$site${site:+:}$BASE_TREE" "${ds[@]}" bench engine --agents 32 --agents 128 \
+    --scenarios 4096 --repeats 5 --json --out "$out/base" > "$out/base.jsonl"
+fi
+step 150 families "${ds[@]}" bench engine --agents 32 --scenarios 4096 --repeats 5 --json --out "$out/b" \
+  --family intersection_turns --family merge --family intersection > "$out/families.jsonl"
+step 90 campaign "${ds[@]}" bench campaign --source synthetic --batch-size 16384 --small-batches 1 --large-batches 4 \
+  --repeats 2 --json --out "$out/b" > "$out/campaign.jsonl"
+step 100 demo "${ds[@]}" run --out "$out/demo" > "$out/demo.log" 2>&1
+tail -12 "$out/demo.log"
 python3 - "$out" <<'PY'
 import json, pathlib, sys
 for f in sorted(pathlib.Path(sys.argv[1]).glob("*.jsonl")):
     for line in f.read_text().splitlines():
-        r = json.loads(line)
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
         rate = (r.get("scenarios_per_s") or {}).get("median")
-        print(f"{f.name:32s} {r.get('workload','')!s:28s} batch={r.get('batch_size')} "
-              f"scen/s={rate and round(rate):>10} extra={json.dumps(r.get('extra'))[:160]}")
+        print(f"{f.name:18s} {r.get('workload','')!s:34s} batch={r.get('batch_size')} "
+              f"scen/s={rate and round(rate):>10} extra={json.dumps(r.get('extra'))[:300]}")
 PY

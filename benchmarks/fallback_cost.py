@@ -1,0 +1,81 @@
+"""What the exact fallback costs: ``simulate`` with and without it, per family, on any device.
+
+    python benchmarks/fallback_cost.py --scenarios 4096 --repeats 5 --families highway intersection_turns
+
+For each family (``NAME`` or ``NAME:AGENTS``, 32 agents by default) builds one batch on the
+default device and times ``simulate`` with ``SimConfig(neighbours="window")`` (the default: the
+window search, and the scenarios it could not prove exact simulated again with all pairs,
+drivesim.core.fallback) and with ``"window_only"`` (the same search, no fallback). Wall-clock
+medians of ``--repeats`` calls after one warm-up (each ends with ``block_until_ready``); the
+share of flagged scenarios is what the fallback simulated again. On an accelerator the
+fallback's chunk is a whole serial rollout, so its cost there is not proportional to the
+share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import numpy as np
+
+from drivesim.bench.workloads import Workload, make_batch
+from drivesim.core.policies import idm_policy
+from drivesim.core.rollout import simulate
+from drivesim.core.types import SimConfig
+
+SEARCHES = ("window", "window_only")
+
+
+def family_batch(spec: str, scenarios: int, steps: int):
+    """Batch of ``scenarios`` of family ``spec`` (NAME[:AGENTS]) on the default device: the
+    scenarios `drivesim bench engine` times."""
+    name, _, agents = spec.partition(":")
+    return jax.device_put(make_batch(Workload(scenarios, int(agents or 32), steps, name)))
+
+
+def timed(batch, config: SimConfig, repeats: int) -> tuple[float, float, int, float]:
+    """(compile+first call s, median s, flagged scenarios, p5-p95 half-spread s) of ``simulate``."""
+    policy = idm_policy()
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(simulate(batch, policy, config))
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(simulate(batch, policy, config))
+        times.append(time.perf_counter() - t0)
+    p5, p95 = np.percentile(times, [5, 95])
+    return first, float(np.median(times)), int(np.sum(np.asarray(out.window_overflow))), (p95 - p5) / 2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenarios", type=int, default=4096)
+    parser.add_argument("--steps", type=int, default=80)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--families", nargs="+", default=["highway"])
+    parser.add_argument("--quick", action="store_true", help="16 scenarios, 10 steps, 1 repeat: runs at all")
+    args = parser.parse_args()
+    if args.quick:
+        args.scenarios, args.steps, args.repeats = 16, 10, 1
+    print(f"device: {jax.devices()[0].device_kind}, {args.scenarios} scenarios x {args.steps} steps")
+    print("| family | with fallback ms | window only ms | fallback share of the time | flagged |")
+    print("|---|---|---|---|---|")
+    for spec in args.families:
+        batch = family_batch(spec, args.scenarios, args.steps)
+        configs = {s: SimConfig(num_steps=args.steps, neighbours=s) for s in SEARCHES}
+        rows = {s: timed(batch, config, args.repeats) for s, config in configs.items()}
+        full, only = rows["window"][1], rows["window_only"][1]
+        flagged = rows["window"][2]
+        print(
+            f"| {spec} | {full * 1e3:.2f} (±{rows['window'][3] * 1e3:.2f}) | {only * 1e3:.2f} "
+            f"(±{rows['window_only'][3] * 1e3:.2f}) | {1 - only / full:.0%} | "
+            f"{flagged} of {args.scenarios} ({flagged / args.scenarios:.1%}) |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
