@@ -5,7 +5,9 @@
 For each family (``NAME`` or ``NAME:AGENTS``, 32 agents by default) builds one batch on the
 default device and times ``simulate`` with ``SimConfig(neighbours="window")`` (the default: the
 window search, and the scenarios it could not prove exact simulated again with all pairs,
-drivesim.core.fallback) and with ``"window_only"`` (the same search, no fallback). Wall-clock
+drivesim.core.fallback), with ``"window_only"`` (the same search, no fallback), and with
+``neighbours="all_pairs", edge_search="all_lanes"`` (exact by itself: every pair and every
+lane each step, no proof and no fallback; O(N^2) work in fewer, larger kernels). Wall-clock
 medians of ``--repeats`` calls after one warm-up (each ends with ``block_until_ready``); the
 share of flagged scenarios is what the fallback simulated again. On an accelerator the
 fallback's chunk is a whole serial rollout, so its cost there is not proportional to the
@@ -25,7 +27,11 @@ from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.types import SimConfig
 
-SEARCHES = ("window", "window_only")
+CONFIGS = {
+    "window": {"neighbours": "window"},
+    "window_only": {"neighbours": "window_only"},
+    "all_pairs": {"neighbours": "all_pairs", "edge_search": "all_lanes"},
+}
 
 
 def family_batch(spec: str, scenarios: int, steps: int):
@@ -61,18 +67,19 @@ def main() -> None:
     if args.quick:
         args.scenarios, args.steps, args.repeats = 16, 10, 1
     print(f"device: {jax.devices()[0].device_kind}, {args.scenarios} scenarios x {args.steps} steps")
-    print("| family | with fallback ms | window only ms | fallback share of the time | flagged |")
-    print("|---|---|---|---|---|")
+    print("| family | with fallback ms | window only ms | fallback share | flagged | all pairs ms |")
+    print("|---|---|---|---|---|---|")
     for spec in args.families:
         batch = family_batch(spec, args.scenarios, args.steps)
-        configs = {s: SimConfig(num_steps=args.steps, neighbours=s) for s in SEARCHES}
+        configs = {name: SimConfig(num_steps=args.steps, **kw) for name, kw in CONFIGS.items()}
         rows = {s: timed(batch, config, args.repeats) for s, config in configs.items()}
         full, only = rows["window"][1], rows["window_only"][1]
         flagged = rows["window"][2]
         print(
             f"| {spec} | {full * 1e3:.2f} (±{rows['window'][3] * 1e3:.2f}) | {only * 1e3:.2f} "
             f"(±{rows['window_only'][3] * 1e3:.2f}) | {1 - only / full:.0%} | "
-            f"{flagged} of {args.scenarios} ({flagged / args.scenarios:.1%}) |",
+            f"{flagged} of {args.scenarios} ({flagged / args.scenarios:.1%}) | "
+            f"{rows['all_pairs'][1] * 1e3:.2f} (±{rows['all_pairs'][3] * 1e3:.2f}) |",
             flush=True,
         )
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# GPU figures for BENCHMARKS.md: engine, synthetic families and end-to-end campaign on one
-# accelerator, in one command that fits a 10-minute call (each step has its own time limit, so a
-# slow step costs its figure, not the others').
-# Usage (on a machine with a CUDA jax; wheels for missing packages may be put in .whl/, and
-# DRIVESIM_DATA may point at a folder holding commonroad/ for the demo campaign; BASE_TREE may
-# point at another checkout's root, whose engine then runs right after this one's):
-#   bash benchmarks/gpu.sh [OUTDIR]
-# Writes OUTDIR/engine.jsonl (and base.jsonl), OUTDIR/families.jsonl, OUTDIR/campaign.jsonl, OUTDIR/demo.log and
-# prints a short table.
+# GPU figures for BENCHMARKS.md: engine, synthetic families, the exact fallback's cost and the
+# end-to-end campaign on one accelerator. Each step has its own time limit, so a slow step costs
+# its figure, not the others'; the default steps fit a 10-minute call.
+# Usage (on a machine with a CUDA jax; wheels for missing packages may be put in .whl/):
+#   [STEPS="engine base families fallback campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
+# STEPS picks the steps (default: all but fallback); base runs only where BASE_TREE names
+# another checkout's root (its engine, right after this one's); demo reads the CommonRoad files
+# from $DRIVESIM_DATA/commonroad where ../shared/data is not there.
+# Writes OUTDIR/engine.jsonl, base.jsonl, families.jsonl, campaign.jsonl, fallback.txt and
+# demo.log, and prints a short table.
 set -uo pipefail
 out=${1:-runs/gpu}
 mkdir -p "$out"
@@ -31,18 +32,26 @@ step() {  # step SECONDS NAME COMMAND...: run COMMAND with a limit, report its w
 }
 nvidia-smi -L 2>/dev/null
 python3 -c "import jax; print('jax', jax.__version__, jax.devices())"
-step 110 engine "${ds[@]}" bench engine --agents 8 --agents 32 --agents 128 --scenarios 4096 --repeats 5 --json \
+want() { [[ " ${STEPS:-engine base families campaign demo} " == *" $1 "* ]]; }
+want engine && step 110 engine "${ds[@]}" bench engine --agents 8 --agents 32 --agents 128 --scenarios 4096 --repeats 5 --json \
   --out "$out/b" > "$out/engine.jsonl"
-if [ -n "${BASE_TREE:-}" ]; then
+if want base && [ -n "${BASE_TREE:-}" ]; then
   step 100 base env -C "$BASE_TREE" PYTHONPATH="$site${site:+:}$BASE_TREE" "${ds[@]}" bench engine --agents 32 --agents 128 \
     --scenarios 4096 --repeats 5 --json --out "$out/base" > "$out/base.jsonl"
 fi
-step 150 families "${ds[@]}" bench engine --agents 32 --scenarios 4096 --repeats 5 --json --out "$out/b" \
+want families && step 150 families "${ds[@]}" bench engine --agents 32 --scenarios 4096 --repeats 5 --json --out "$out/b" \
   --family intersection_turns --family merge --family intersection > "$out/families.jsonl"
-step 90 campaign "${ds[@]}" bench campaign --source synthetic --batch-size 16384 --small-batches 1 --large-batches 4 \
+if want fallback; then
+  step 150 fallback python3 benchmarks/fallback_cost.py --scenarios 4096 --repeats 5 \
+    --families highway intersection_turns > "$out/fallback.txt"
+  cat "$out/fallback.txt"
+fi
+want campaign && step 90 campaign "${ds[@]}" bench campaign --source synthetic --batch-size 16384 --small-batches 1 --large-batches 4 \
   --repeats 2 --json --out "$out/b" > "$out/campaign.jsonl"
-step 100 demo "${ds[@]}" run --out "$out/demo" > "$out/demo.log" 2>&1
-tail -12 "$out/demo.log"
+if want demo; then
+  step 100 demo "${ds[@]}" run --out "$out/demo" > "$out/demo.log" 2>&1
+  tail -12 "$out/demo.log"
+fi
 python3 - "$out" <<'PY'
 import json, pathlib, sys
 for f in sorted(pathlib.Path(sys.argv[1]).glob("*.jsonl")):
