@@ -3,12 +3,13 @@
 # end-to-end campaign on one accelerator. Each step has its own time limit, so a slow step costs
 # its figure, not the others'; the default steps fit a 10-minute call.
 # Usage (on a machine with a CUDA jax; wheels for missing packages may be put in .whl/):
-#   [STEPS="engine base families fallback campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
-# STEPS picks the steps (default: all but fallback); base runs only where BASE_TREE names
+#   [STEPS="engine base families fallback variants campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
+# STEPS picks the steps (default: all but fallback and variants, which fit a call of their own:
+# STEPS="fallback variants"); base runs only where BASE_TREE names
 # another checkout's root (its engine, right after this one's); demo reads the CommonRoad files
 # from $DRIVESIM_DATA/commonroad where ../shared/data is not there.
-# Writes OUTDIR/engine.jsonl, base.jsonl, families.jsonl, campaign.jsonl, fallback.txt and
-# demo.log, and prints a short table.
+# Writes OUTDIR/engine.jsonl, base.jsonl, families.jsonl, campaign.jsonl, fallback.txt,
+# variants.txt and demo.log, and prints a short table.
 set -uo pipefail
 out=${1:-runs/gpu}
 mkdir -p "$out"
@@ -45,6 +46,11 @@ if want fallback; then
   step 150 fallback python3 benchmarks/fallback_cost.py --scenarios 4096 --repeats 5 \
     --families highway intersection_turns > "$out/fallback.txt"
   cat "$out/fallback.txt"
+fi
+if want variants; then
+  step 300 variants python3 benchmarks/engine_variants.py --scenarios 4096 --rounds 5 \
+    --families highway intersection_turns > "$out/variants.txt"
+  cat "$out/variants.txt"
 fi
 want campaign && step 90 campaign "${ds[@]}" bench campaign --source synthetic --batch-size 16384 --small-batches 1 --large-batches 4 \
   --repeats 2 --json --out "$out/b" > "$out/campaign.jsonl"

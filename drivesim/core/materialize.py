@@ -18,10 +18,15 @@ import jax.numpy as jnp
 
 from drivesim.core.types import Array
 
+# Whether :func:`materialize` stores its values (True) or hands them on as they are (False:
+# XLA's own fusion decides). Read when a program is traced; False is for measuring what storing
+# gains on another backend (benchmarks/engine_variants.py).
+STORE = True
+
 
 def materialize(tree):
     """``tree`` unchanged, each array leaf computed once by the program (see the module)."""
-    return jax.tree_util.tree_map(_stored, tree)
+    return jax.tree_util.tree_map(_stored, tree) if STORE else tree
 
 
 def _stored(value: Array) -> Array:

@@ -38,3 +38,12 @@ def test_a_value_with_three_readers_is_computed_once():
     # jax.lax.optimization_barrier on the CPU, which is why the engine stores such values
     # with materialize)
     assert _abs_ops(lambda v: v) > 2
+
+
+def test_store_off_hands_values_on_as_they_are(monkeypatch):
+    from drivesim.core import materialize as module
+
+    monkeypatch.setattr(module, "STORE", False)
+    tree = {"a": jnp.arange(3.0)}
+    assert module.materialize(tree) is tree
+    assert _abs_ops(module.materialize) > 2  # XLA's fusion decides again
