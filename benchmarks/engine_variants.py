@@ -76,7 +76,7 @@ def measure(spec: str, args) -> None:
     outputs = {k: jax.device_get(run()) for k, run in runs.items()}  # warm-up
     flagged = int(np.sum(outputs["default"].window_overflow))
     times: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(args.rounds):
+    for _ in range(args.count):
         for k, run in runs.items():
             t0 = time.perf_counter()
             jax.block_until_ready(run())
@@ -92,17 +92,24 @@ def measure(spec: str, args) -> None:
         )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def family_args(doc: str, count: str) -> argparse.Namespace:
+    """The family benchmarks' arguments (--scenarios, --steps, --COUNT timed calls as
+    ``args.count``, --families, --quick), parsed; prints the device line."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--scenarios", type=int, default=4096)
     parser.add_argument("--steps", type=int, default=80)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(f"--{count}", type=int, default=5, dest="count")
     parser.add_argument("--families", nargs="+", default=["highway"])
-    parser.add_argument("--quick", action="store_true", help="16 scenarios, 10 steps, 1 round: runs at all")
+    parser.add_argument("--quick", action="store_true", help="16 scenarios, 10 steps, 1 call: runs at all")
     args = parser.parse_args()
     if args.quick:
-        args.scenarios, args.steps, args.rounds = 16, 10, 1
+        args.scenarios, args.steps, args.count = 16, 10, 1
     print(f"device: {jax.devices()[0].device_kind}, {args.scenarios} scenarios x {args.steps} steps")
+    return args
+
+
+def main() -> None:
+    args = family_args(__doc__, "rounds")
     print("| family | variant | ms per call | ratio to default [range] | same metrics | flagged (default) |")
     print("|---|---|---|---|---|---|")
     for spec in args.families:

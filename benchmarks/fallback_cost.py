@@ -16,11 +16,11 @@ share.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import jax
 import numpy as np
+from engine_variants import family_args  # beside this script
 
 from drivesim.bench.workloads import Workload, make_batch
 from drivesim.core.policies import idm_policy
@@ -57,22 +57,13 @@ def timed(batch, config: SimConfig, repeats: int) -> tuple[float, float, int, fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenarios", type=int, default=4096)
-    parser.add_argument("--steps", type=int, default=80)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--families", nargs="+", default=["highway"])
-    parser.add_argument("--quick", action="store_true", help="16 scenarios, 10 steps, 1 repeat: runs at all")
-    args = parser.parse_args()
-    if args.quick:
-        args.scenarios, args.steps, args.repeats = 16, 10, 1
-    print(f"device: {jax.devices()[0].device_kind}, {args.scenarios} scenarios x {args.steps} steps")
+    args = family_args(__doc__, "repeats")
     print("| family | with fallback ms | window only ms | fallback share | flagged | all pairs ms |")
     print("|---|---|---|---|---|---|")
     for spec in args.families:
         batch = family_batch(spec, args.scenarios, args.steps)
         configs = {name: SimConfig(num_steps=args.steps, **kw) for name, kw in CONFIGS.items()}
-        rows = {s: timed(batch, config, args.repeats) for s, config in configs.items()}
+        rows = {s: timed(batch, config, args.count) for s, config in configs.items()}
         full, only = rows["window"][1], rows["window_only"][1]
         flagged = rows["window"][2]
         print(
