@@ -2,7 +2,8 @@
 # GPU figures for BENCHMARKS.md: engine, synthetic families, the exact fallback's cost and the
 # end-to-end campaign on one accelerator. Each step has its own time limit, so a slow step costs
 # its figure, not the others'; the default steps fit a 10-minute call.
-# Usage (on a machine with a CUDA jax; wheels for missing packages may be put in .whl/):
+# Usage (on a machine with a CUDA jax; wheels for missing packages may be put in .whl/, which
+# benchmarks/gpu_wheels.sh fills beforehand on a machine with network access):
 #   [STEPS="engine base families fallback variants campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
 # STEPS picks the steps (default: all but fallback and variants, which fit a call of their own:
 # STEPS="fallback variants"); base runs only where BASE_TREE names
