@@ -23,7 +23,6 @@ pass (BENCHMARKS.md "Road edges"). Every function works on one scenario.
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -58,15 +57,13 @@ def own_depth(a) -> Array:
     cx, cy = road.box_corners(a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)  # (N, 4)
     seg = a.seg  # (S, N)
     depths = []
-    # corners and segments unrolled into elementwise minima: XLA:CPU runs a reduction over
-    # these short axes as a separate, slow loop (BENCHMARKS.md "Stored once")
-    for corner in range(4):
+    for corner in range(4):  # corners and segments unrolled (core.road.min_of)
         px = cx[:, corner] - seg.ax  # (S, N)
         py = cy[:, corner] - seg.ay
         dist2 = road.segment_dist2(px, py, seg.ux, seg.uy, seg.length, seg.ok)
-        nearest = functools.reduce(jnp.minimum, list(dist2))  # (N,)
+        nearest = road.min_of(list(dist2))  # (N,)
         depths.append(0.5 * a.lane_width - jnp.sqrt(nearest))
-    return functools.reduce(jnp.minimum, depths)
+    return road.min_of(depths)
 
 
 def all_lanes(config: SimConfig) -> bool:

@@ -9,6 +9,9 @@ past the ends of a route.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
+
 import jax.numpy as jnp
 
 from drivesim.core.types import Array, RoadMap, pytree_dataclass
@@ -153,15 +156,18 @@ def segment_dist2(px: Array, py: Array, ux: Array, uy: Array, length: Array, ok:
     return jnp.where(ok > 0, ex * ex + ey * ey, jnp.inf)
 
 
+def min_of(parts: Iterable[Array]) -> Array:
+    """Elementwise minimum of same-shaped arrays (a list or a generator), left to right: the
+    unrolled form of a minimum over a short axis, which XLA:CPU runs as a separate, slow loop
+    (not vectorised; BENCHMARKS.md "Stored once")."""
+    return functools.reduce(jnp.minimum, parts)
+
+
 def _min_last(values: Array) -> Array:
-    """Minimum over the last (segment) axis, unrolled into elementwise minima for short
-    routes: on XLA:CPU a reduction over a short minor axis is not vectorised."""
+    """Minimum over the last (segment) axis, unrolled (:func:`min_of`) for short routes."""
     if values.shape[-1] > _UNROLLED_SEGMENTS:
         return jnp.min(values, axis=-1)
-    out = values[..., 0]
-    for k in range(1, values.shape[-1]):
-        out = jnp.minimum(out, values[..., k])
-    return out
+    return min_of(values[..., k] for k in range(values.shape[-1]))
 
 
 def lane_ok(centers: Array) -> Array:
