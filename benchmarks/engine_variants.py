@@ -6,6 +6,9 @@ For each family (``NAME`` or ``NAME:AGENTS``, 32 agents by default) builds one b
 scenarios `drivesim bench engine` times) and compiles ``simulate`` as:
 
 - ``default``: the engine as shipped;
+- ``window_only``: ``neighbours="window_only"``, the same search without the exact fallback
+  (the difference is what the fallback costs; on an accelerator a fallback chunk is a whole
+  serial rollout, so its cost there is not proportional to the flagged share);
 - ``no_store``: ``drivesim.core.materialize.STORE = False`` (values read by several fusions are
   left to XLA's fusion instead of stored once; written for XLA:CPU, unmeasured elsewhere);
 - ``all_pairs``: ``neighbours="all_pairs", edge_search="all_lanes"`` (exact by itself, no
@@ -54,6 +57,7 @@ def variants(batch, steps: int) -> dict[str, Callable]:
     exact = SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="all_lanes")
     return {
         "default": _compile(batch, base),
+        "window_only": _compile(batch, SimConfig(num_steps=steps, neighbours="window_only")),
         "no_store": _compile(batch, base, store=False),
         "all_pairs": _compile(batch, exact),
         "chunk_16": _compile(batch, base, chunk=16),
@@ -76,7 +80,7 @@ def measure(spec: str, args) -> None:
     outputs = {k: jax.device_get(run()) for k, run in runs.items()}  # warm-up
     flagged = int(np.sum(outputs["default"].window_overflow))
     times: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(args.count):
+    for _ in range(args.rounds):
         for k, run in runs.items():
             t0 = time.perf_counter()
             jax.block_until_ready(run())
@@ -92,24 +96,17 @@ def measure(spec: str, args) -> None:
         )
 
 
-def family_args(doc: str, count: str) -> argparse.Namespace:
-    """The family benchmarks' arguments (--scenarios, --steps, --COUNT timed calls as
-    ``args.count``, --families, --quick), parsed; prints the device line."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", type=int, default=4096)
     parser.add_argument("--steps", type=int, default=80)
-    parser.add_argument(f"--{count}", type=int, default=5, dest="count")
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--families", nargs="+", default=["highway"])
-    parser.add_argument("--quick", action="store_true", help="16 scenarios, 10 steps, 1 call: runs at all")
+    parser.add_argument("--quick", action="store_true", help="16 scenarios, 10 steps, 1 round: runs at all")
     args = parser.parse_args()
     if args.quick:
-        args.scenarios, args.steps, args.count = 16, 10, 1
+        args.scenarios, args.steps, args.rounds = 16, 10, 1
     print(f"device: {jax.devices()[0].device_kind}, {args.scenarios} scenarios x {args.steps} steps")
-    return args
-
-
-def main() -> None:
-    args = family_args(__doc__, "rounds")
     print("| family | variant | ms per call | ratio to default [range] | same metrics | flagged (default) |")
     print("|---|---|---|---|---|---|")
     for spec in args.families:

@@ -4,13 +4,13 @@
 # its figure, not the others'; the default steps fit a 10-minute call.
 # Usage (on a machine with a CUDA jax; wheels for missing packages may be put in .whl/, which
 # benchmarks/gpu_wheels.sh fills beforehand on a machine with network access):
-#   [STEPS="engine base families fallback variants campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
-# STEPS picks the steps (default: all but fallback and variants, which fit a call of their own:
-# STEPS="fallback variants"); base runs only where BASE_TREE names
-# another checkout's root (its engine, right after this one's); demo reads the CommonRoad files
-# from $DRIVESIM_DATA/commonroad where ../shared/data is not there.
-# Writes OUTDIR/engine.jsonl, base.jsonl, families.jsonl, campaign.jsonl, fallback.txt,
-# variants.txt and demo.log, and prints a short table.
+#   [STEPS="engine base families variants campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
+# STEPS picks the steps (default: all but variants, which fits a call of its own:
+# STEPS=variants); base runs only where BASE_TREE names another checkout's root (its engine,
+# right after this one's); demo reads the CommonRoad files from $DRIVESIM_DATA/commonroad where
+# ../shared/data is not there.
+# Writes OUTDIR/engine.jsonl, base.jsonl, families.jsonl, campaign.jsonl, variants.txt and
+# demo.log, and prints a short table.
 set -uo pipefail
 out=${1:-runs/gpu}
 mkdir -p "$out"
@@ -43,13 +43,8 @@ if want base && [ -n "${BASE_TREE:-}" ]; then
 fi
 want families && step 150 families "${ds[@]}" bench engine --agents 32 --scenarios 4096 --repeats 5 --json --out "$out/b" \
   --family intersection_turns --family merge --family intersection > "$out/families.jsonl"
-if want fallback; then
-  step 150 fallback python3 benchmarks/fallback_cost.py --scenarios 4096 --repeats 5 \
-    --families highway intersection_turns > "$out/fallback.txt"
-  cat "$out/fallback.txt"
-fi
 if want variants; then
-  step 300 variants python3 benchmarks/engine_variants.py --scenarios 4096 --rounds 5 \
+  step 420 variants python3 benchmarks/engine_variants.py --scenarios 4096 --rounds 5 \
     --families highway intersection_turns > "$out/variants.txt"
   cat "$out/variants.txt"
 fi
