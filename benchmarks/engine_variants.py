@@ -5,7 +5,7 @@
 For each family (``NAME`` or ``NAME:AGENTS``, 32 agents by default) builds one batch (the
 scenarios `drivesim bench engine` times) and compiles ``simulate`` as:
 
-- ``default``: the engine as shipped;
+- ``default``: the engine as shipped (the batch's search switches fixed in the program);
 - ``window_only``: ``neighbours="window_only"``, the same search without the exact fallback
   (the difference is what the fallback costs; on an accelerator a fallback chunk is a whole
   serial rollout, so its cost there is not proportional to the flagged share);
@@ -13,7 +13,12 @@ scenarios `drivesim bench engine` times) and compiles ``simulate`` as:
   left to XLA's fusion instead of stored once; written for XLA:CPU, unmeasured elsewhere);
 - ``all_pairs``: ``neighbours="all_pairs", edge_search="all_lanes"`` (exact by itself, no
   proof, no fallback);
-- ``chunk_16`` / ``chunk_256``: the exact fallback in chunks of 16 / 256 scenarios.
+- ``chunk_16`` / ``chunk_256``: the exact fallback in chunks of 16 / 256 scenarios;
+- ``per_step_switches``: the junction-zone and bent-route searches switched in every step under
+  a real conditional (on a GPU each reads its predicate back to the host), as before the
+  engine fixed the batch's switches when it builds the program (core.switches).
+
+``--variants`` picks some of them (``default`` always runs: the ratios are to it).
 
 The programs run in turn, ``--rounds`` rounds of one call each after a warm-up; the table gives
 the median wall-clock ms per call, the median of the per-round ratios to ``default`` (host
@@ -31,38 +36,49 @@ import jax
 import numpy as np
 
 from drivesim.bench.workloads import Workload, make_batch
-from drivesim.core import fallback, materialize
+from drivesim.core import fallback, materialize, switches
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import rollout_batch
 from drivesim.core.types import SimConfig
 
 
-def _compile(batch, config: SimConfig, store: bool = True, chunk: int | None = None) -> Callable:
-    """``rollout_batch`` of ``config`` compiled for ``batch`` under the given switches."""
+def _compile(
+    batch, config: SimConfig, store: bool = True, chunk: int | None = None, per_step=False
+) -> Callable:
+    """``rollout_batch`` of ``config`` compiled for ``batch`` under the given switches, with the
+    batch's search switches fixed as ``simulate`` does (per_step: decided in each step)."""
     saved = materialize.STORE, fallback.CPU_CHUNK, fallback.ACCELERATOR_CHUNK
     materialize.STORE = store
     if chunk is not None:
         fallback.CPU_CHUNK = fallback.ACCELERATOR_CHUNK = chunk
+    searches = None if per_step else switches.of_batch(batch, config)
     try:
         policy = idm_policy()
-        compiled = jax.jit(lambda sc, pol: rollout_batch(sc, pol, config)).lower(batch, policy).compile()
+        program = jax.jit(lambda sc, pol: rollout_batch(sc, pol, config, searches=searches))
+        compiled = program.lower(batch, policy).compile()
     finally:
         materialize.STORE, fallback.CPU_CHUNK, fallback.ACCELERATOR_CHUNK = saved
     return lambda: compiled(batch, policy)
 
 
-def variants(batch, steps: int) -> dict[str, Callable]:
-    """The compiled variants (see the module)."""
+VARIANTS = ("default", "window_only", "no_store", "all_pairs", "chunk_16", "chunk_256", "per_step_switches")
+
+
+def variants(batch, steps: int, names=VARIANTS) -> dict[str, Callable]:
+    """The compiled variants of ``names`` (see the module), ``default`` first."""
     base = SimConfig(num_steps=steps)
-    exact = SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="all_lanes")
-    return {
-        "default": _compile(batch, base),
-        "window_only": _compile(batch, SimConfig(num_steps=steps, neighbours="window_only")),
-        "no_store": _compile(batch, base, store=False),
-        "all_pairs": _compile(batch, exact),
-        "chunk_16": _compile(batch, base, chunk=16),
-        "chunk_256": _compile(batch, base, chunk=256),
+    build = {
+        "default": lambda: _compile(batch, base),
+        "window_only": lambda: _compile(batch, SimConfig(num_steps=steps, neighbours="window_only")),
+        "no_store": lambda: _compile(batch, base, store=False),
+        "all_pairs": lambda: _compile(
+            batch, SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="all_lanes")
+        ),
+        "chunk_16": lambda: _compile(batch, base, chunk=16),
+        "chunk_256": lambda: _compile(batch, base, chunk=256),
+        "per_step_switches": lambda: _compile(batch, base, per_step=True),
     }
+    return {name: build[name]() for name in ["default"] + [n for n in names if n != "default"]}
 
 
 def same_metrics(a, b) -> bool:
@@ -76,7 +92,7 @@ def measure(spec: str, args) -> None:
     """Print the table rows of family ``spec``."""
     name, _, agents = spec.partition(":")
     batch = jax.device_put(make_batch(Workload(args.scenarios, int(agents or 32), args.steps, name)))
-    runs = variants(batch, args.steps)
+    runs = variants(batch, args.steps, args.variants)
     outputs = {k: jax.device_get(run()) for k, run in runs.items()}  # warm-up
     flagged = int(np.sum(outputs["default"].window_overflow))
     times: dict[str, list[float]] = {k: [] for k in runs}
@@ -102,6 +118,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--families", nargs="+", default=["highway"])
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     parser.add_argument("--quick", action="store_true", help="16 scenarios, 10 steps, 1 round: runs at all")
     args = parser.parse_args()
     if args.quick:

@@ -45,7 +45,8 @@ want families && step 150 families "${ds[@]}" bench engine --agents 32 --scenari
   --family intersection_turns --family merge --family intersection > "$out/families.jsonl"
 if want variants; then
   step 420 variants python3 benchmarks/engine_variants.py --scenarios 4096 --rounds 5 \
-    --families highway intersection_turns > "$out/variants.txt"
+    --families highway intersection_turns --variants per_step_switches all_pairs no_store window_only \
+    > "$out/variants.txt"
   cat "$out/variants.txt"
 fi
 want campaign && step 90 campaign "${ds[@]}" bench campaign --source synthetic --batch-size 16384 --small-batches 1 --large-batches 4 \

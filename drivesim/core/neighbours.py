@@ -60,10 +60,11 @@ def route_layout(scenario: Scenario, config: SimConfig) -> RouteLayout:
 
 class SearchesOn(NamedTuple):
     """Unbatched () bools: some scenario of the batch has crossing straight routes (the
-    junction zone) / agents on bent routes searched directly (core.bends)."""
+    junction zone) / agents on bent routes searched directly (core.bends); Python bools
+    where they are fixed when the program is built (core.switches)."""
 
-    zone: Array
-    bends: Array
+    zone: Array | bool
+    bends: Array | bool
 
 
 def searches_on(scenarios: Scenario, config: SimConfig) -> SearchesOn | None:
@@ -79,7 +80,8 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
     of agents on bent routes (core.bends); None on the all-pairs path.
 
     zone_on: a SearchesOn of unbatched () bools that skip each search under a real
-    conditional when False; None: always search."""
+    conditional when False, or of Python bools that leave it out of the program or inline it
+    (core.switches); None: always search."""
     if config.neighbours == "all_pairs":
         return None
     n = a.x.shape[0]
@@ -92,7 +94,11 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
         return junction.search(a, proj, geo, radius, config.window, capacity)
 
     def gated(on, search):  # a real conditional on an unbatched switch; None: always search
-        return search(None) if on is None else jax.lax.cond(on, search, lambda _: junction.empty(n), None)
+        if on is None or on is True:
+            return search(None)
+        if on is False:  # fixed when the program is built: no search in it
+            return junction.empty(n)
+        return jax.lax.cond(on, search, lambda _: junction.empty(n), None)
 
     zone = gated(None if zone_on is None else zone_on.zone, run)
     bend_cap = bends.capacity(config, n)

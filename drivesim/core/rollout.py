@@ -16,7 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import behavior, certificate, interactions, junction, mobil, neighbours, signals
+from drivesim.core import behavior, certificate, interactions, junction, mobil, neighbours, signals, switches
 from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
@@ -384,7 +384,8 @@ def advance(
 
 def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_edges=None) -> RolloutMetrics:
     """Simulate one scenario for config.num_steps steps; per-scenario metrics only.
-    zone_on, full_edges: see :func:`advance`."""
+    zone_on, full_edges: see :func:`advance`; a scenario that needs a search fixed switches
+    leave out is flagged for the exact fallback (core.switches.unsearched)."""
 
     def body(state, step_index):
         state, _info = advance(
@@ -392,8 +393,12 @@ def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_ed
         )
         return state, None
 
+    start = reset(scenario, config)
+    missing = switches.unsearched(start.crossings, start.agents.bent, zone_on)
+    if missing is not None:
+        start = replace(start, metrics=replace(start.metrics, overflow=start.metrics.overflow | missing))
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
-    state, _ = jax.lax.scan(body, reset(scenario, config), steps)
+    state, _ = jax.lax.scan(body, start, steps)
     return _finalize(state, scenario)
 
 
@@ -426,9 +431,13 @@ def rollout_trajectory(
     return _finalize(state, scenario), trajectory
 
 
-def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int = 1) -> RolloutMetrics:
+def rollout_batch(
+    scenarios: Scenario, policy, config: SimConfig, devices: int = 1, searches=None
+) -> RolloutMetrics:
     """vmap of :func:`rollout` over the leading scenario axis; metrics (B,). ``devices``: how
-    many devices the batch is sharded over (sizes the cache blocks, see core.blocking).
+    many devices the batch is sharded over (sizes the cache blocks, see core.blocking);
+    ``searches``: the search switches fixed as Python bools (core.switches), None: each step
+    decides under a conditional.
 
     The scenarios whose window search or road-edge search (core.edges) was not proven exact
     (``window_overflow``) are simulated again with the all-pairs search, every lane's edges
@@ -439,10 +448,11 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
     batch = scenarios.valid.shape[0]
     if batch == 1:
         twice = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), scenarios)
-        out = rollout_batch(twice, policy, config, devices)
+        out = rollout_batch(twice, policy, config, devices, searches)
         return jax.tree_util.tree_map(lambda leaf: leaf[:1], out)
     blocks = cache_blocks(batch, scenarios.num_agents, devices, config.block_agents)
-    zone_on = neighbours.searches_on(scenarios, config)
+    fixed = searches is not None and config.neighbours != "all_pairs"
+    zone_on = searches if fixed else neighbours.searches_on(scenarios, config)
     run = lambda cfg, sc: map_blocks(jax.vmap(lambda one: rollout(one, policy, cfg, zone_on)), sc, blocks)  # noqa: E731
     fast = run(config, scenarios)
     exact = exact_config(config)
@@ -452,7 +462,7 @@ def rollout_batch(scenarios: Scenario, policy, config: SimConfig, devices: int =
     return exact_fallback(fast, scenarios, exact_run, config, devices)
 
 
-simulate = jax.jit(rollout_batch, static_argnames=("config", "devices"))
+simulate = switches.FixedSimulate(rollout_batch)  # jit of rollout_batch, the batch's switches fixed
 
 
 def trajectory_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:

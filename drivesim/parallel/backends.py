@@ -22,7 +22,7 @@ from jax.sharding import PartitionSpec
 
 from drivesim.core.rollout import rollout_batch
 from drivesim.core.types import SimConfig
-from drivesim.parallel.generated import materialize
+from drivesim.parallel.generated import materialize, searches
 from drivesim.parallel.mesh import DATA, data_sharding, replicated
 
 BACKENDS = ("sharding", "shard_map", "pmap")
@@ -38,8 +38,9 @@ class ProgramKey:
 
 
 def _rollout(batch, policy, config: SimConfig, devices: int):
-    """rollout_batch of a Scenario batch, or of the scenarios an IdBatch generates."""
-    return rollout_batch(materialize(batch), policy, config=config, devices=devices)
+    """rollout_batch of a Scenario batch, or of the scenarios an IdBatch generates (with the
+    search switches its family declares)."""
+    return rollout_batch(materialize(batch), policy, config=config, devices=devices, searches=searches(batch))
 
 
 def _batch_fn(sim: SimConfig, sweep: bool, devices: int = 1):

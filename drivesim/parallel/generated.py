@@ -12,8 +12,10 @@ from dataclasses import field
 
 import numpy as np
 
+from drivesim.core import switches
+from drivesim.core.neighbours import SearchesOn
 from drivesim.core.types import Scenario, pytree_dataclass, replace
-from drivesim.scenarios.families import FamilyConfig, generate_batch
+from drivesim.scenarios.families import FamilyConfig, family, generate_batch
 
 # (family, size class) -> times a program generating it was traced (tests count recompiles)
 TRACES: collections.Counter = collections.Counter()
@@ -71,3 +73,11 @@ def materialize(batch):
         batch.family, batch.seed, batch.scenario_id, batch.config, batch.size_class
     )
     return replace(scenarios, valid=scenarios.valid & batch.valid)
+
+
+def searches(batch) -> SearchesOn | None:
+    """The search switches an IdBatch's family declares (``SEARCHES``, fixed in its program,
+    core.switches); None for any other batch (decided in each step)."""
+    if not isinstance(batch, IdBatch):
+        return None
+    return switches.fixed(*family(batch.family).SEARCHES)

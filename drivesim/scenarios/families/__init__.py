@@ -1,7 +1,8 @@
 """Synthetic scenario families as pure JAX functions of (campaign seed, family, scenario id).
 
 Each family is a module with ``NAME``, ``LOG_UNIFORM`` (how its agent count is drawn),
-``POINTS`` (points per lane polyline before padding), optionally ``REFUSED_OPTIONS`` (FamilyConfig
+``POINTS`` (points per lane polyline before padding), ``SEARCHES`` (whether its batches may need
+the junction-zone and the bent-route searches, core.switches), optionally ``REFUSED_OPTIONS`` (FamilyConfig
 flags it cannot honour -> why) and ``build(seed, scenario_id, cfg,
 size) -> Scenario`` (one scenario padded to ``size`` agent slots, ``common.LANES`` lanes, or
 16 route slots for intersection_turns and intersection with pedestrians, and ``common.POINTS``

@@ -16,6 +16,7 @@ from drivesim.scenarios.families import common as c
 NAME = "highway"
 LOG_UNIFORM = False  # agent counts uniform in [min_agents, max_agents]
 POINTS = 2  # points per lane polyline (before padding to common.POINTS)
+SEARCHES = (False, False)  # (junction zone, bent routes) its batches may need (core.switches)
 ROAD_LENGTH = 3000.0  # m, the shortest road
 
 

@@ -35,6 +35,7 @@ from drivesim.scenarios.signal_timing import CYCLE_S, two_phase
 NAME = "intersection"
 LOG_UNIFORM = True
 POINTS = 2
+SEARCHES = (True, False)  # (junction zone, bent routes) its batches may need (core.switches)
 
 
 def _lanes(la, lb, beta, w):

@@ -17,6 +17,7 @@ from drivesim.scenarios.families import common as c
 NAME = "merge"
 LOG_UNIFORM = True
 POINTS = 4
+SEARCHES = (False, True)  # (junction zone, bent routes) its batches may need (core.switches)
 
 
 RAMP_MARGIN = 10.0  # m of mapped ramp behind the last ramp agent's rear

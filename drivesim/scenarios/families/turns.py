@@ -34,6 +34,7 @@ from drivesim.scenarios.families.intersection import Traffic, _lanes, junction_a
 NAME = "intersection_turns"
 LOG_UNIFORM = True
 POINTS = 8  # points per route (a point class of drivesim.scenarios.batching)
+SEARCHES = (True, True)  # (junction zone, bent routes) its batches may need (core.switches)
 ROUTES = 16  # route slots: up to 8 straight lanes and 8 turns
 ARC = POINTS - 3  # chords of a turn's arc
 TURN_LEFT, TURN_RIGHT = 0.10, 0.10  # shares of agents turning

@@ -1,0 +1,85 @@
+"""Search switches fixed when a program is built.
+
+The junction-zone search (core.junction) and the bent-route search (core.bends) run in each
+step under a real conditional on a batch-wide switch (core.neighbours.searches_on), so a
+batch that needs neither skips them. The conditional has a price: a GPU reads its predicate
+back to the host every step, and on the CPU the searches' results cannot fuse into their
+readers. Where the switches are known when the program is built, the engine takes them as
+constants instead: the searches the batch needs are inlined, the others are left out of the
+program (smaller, and faster to compile). BENCHMARKS.md "Search switches fixed per program".
+
+- ``simulate`` reads them from its batch before building the program (:func:`of_batch`): the
+  same switches as the conditionals', so the same results bit for bit;
+- a synthetic family declares the searches its scenarios may need (``SEARCHES``), used for
+  the id batches the devices generate (drivesim.parallel.generated);
+- a scenario that needs a search its program left out is flagged at reset
+  (``window_overflow``, :func:`unsearched`) and simulated again by the exact fallback, so a
+  wrong declaration costs time, never exactness.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from drivesim.core import neighbours
+from drivesim.core.types import Array, Scenario, SimConfig
+
+_searches_on = jax.jit(neighbours.searches_on, static_argnames="config")
+
+
+def fixed(zone: bool, bends: bool) -> neighbours.SearchesOn:
+    """SearchesOn of Python bools (a static argument of a program)."""
+    return neighbours.SearchesOn(zone=bool(zone), bends=bool(bends))
+
+
+def is_fixed(on) -> bool:
+    """Whether ``on`` is a SearchesOn of constants (not traced switches, not None)."""
+    return on is not None and all(isinstance(v, bool) for v in on)
+
+
+def of_batch(scenarios: Scenario, config: SimConfig) -> neighbours.SearchesOn | None:
+    """The switches of a concrete batch (leading axis B) as constants; None for a traced batch
+    (inside another program) and on the all-pairs path. Runs a small program and waits for it."""
+    if config.neighbours == "all_pairs":
+        return None
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(scenarios)):
+        return None
+    on = jax.device_get(_searches_on(scenarios, config))
+    return fixed(on.zone, on.bends)
+
+
+def unsearched(crossings, bent: Array, on) -> Array | None:
+    """() bool: the scenario needs a search that the fixed switches ``on`` leave out (it
+    has crossing straight routes, core.junction.Crossings ``crossings``, or agents on bent
+    routes, ``bent`` (N,)); None where ``on`` is not fixed."""
+    if not is_fixed(on):
+        return None
+    missing = jnp.zeros((), bool)
+    if not on.zone:
+        missing = missing | (crossings.r0 > -jnp.inf)
+    if not on.bends:
+        missing = missing | jnp.any(bent)
+    return missing
+
+
+class FixedSimulate:
+    """``simulate(scenarios, policy, config, devices=1)``: the jit of ``rollout_batch`` for the
+    batch's switches (:func:`of_batch`); ``lower`` and ``trace`` as a jitted function's."""
+
+    def __init__(self, rollout_batch):
+        self._jit = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches"))
+
+    def _args(self, scenarios, config: SimConfig, devices: int) -> dict[str, Any]:
+        return {"config": config, "devices": devices, "searches": of_batch(scenarios, config)}
+
+    def __call__(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
+        return self._jit(scenarios, policy, **self._args(scenarios, config, devices))
+
+    def lower(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
+        return self._jit.lower(scenarios, policy, **self._args(scenarios, config, devices))
+
+    def trace(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
+        return self._jit.trace(scenarios, policy, **self._args(scenarios, config, devices))

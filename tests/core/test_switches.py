@@ -1,0 +1,81 @@
+"""Search switches fixed when a program is built (drivesim.core.switches): the same metrics
+bit for bit as the per-step conditionals, two conditionals fewer in the program; a search a
+scenario needs but its program leaves out sends it to the exact fallback; every synthetic
+family declares each search its scenarios need."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import numpy as np
+import pytest
+
+from drivesim.core import neighbours, switches
+from drivesim.core.policies import idm_policy
+from drivesim.core.rollout import rollout_batch, simulate
+from drivesim.core.types import SimConfig
+from drivesim.scenarios.batching import pad_and_stack
+from drivesim.scenarios.families import family
+from drivesim.scenarios.synthetic import FamilyConfig, generate
+
+STEPS = 12
+CONFIG = SimConfig(num_steps=STEPS)
+AGENTS = 16
+conditional = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches"))
+
+
+def _batch(name: str, count: int = 6):
+    cfg = FamilyConfig(num_agents=AGENTS, steps=STEPS)
+    return pad_and_stack([generate(name, i, cfg).scenario for i in range(count)], num_agents=AGENTS)
+
+
+def _differing(a, b, skip=()) -> list[str]:
+    fields = [f for f in a.__dataclass_fields__ if f not in skip]
+    same = lambda f: np.array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f)), equal_nan=True)  # noqa: E731
+    return [f for f in fields if not same(f)]
+
+
+def _conditionals(compiled) -> int:
+    return len(re.findall(r" conditional\(", compiled.as_text()))
+
+
+@pytest.mark.parametrize("name", ["merge", "intersection_turns"])
+def test_fixed_switches_equal_the_conditionals(name):
+    batch, policy = _batch(name), idm_policy()
+    per_step = conditional.lower(batch, policy, config=CONFIG).compile()
+    fixed = simulate.lower(batch, policy, CONFIG).compile()
+    want, got = per_step(batch, policy), fixed(batch, policy)
+    assert _differing(jax.device_get(got), jax.device_get(want)) == []
+    assert _conditionals(fixed) == _conditionals(per_step) - 2  # the zone's and the bent routes'
+    assert switches.of_batch(batch, CONFIG) == switches.fixed(*family(name).SEARCHES)
+
+
+def test_a_search_left_out_sends_the_scenario_to_the_exact_fallback():
+    batch, policy = _batch("intersection_turns"), idm_policy()
+    want = jax.device_get(conditional(batch, policy, config=CONFIG))
+    got = jax.device_get(conditional(batch, policy, config=CONFIG, searches=switches.fixed(False, False)))
+    assert not np.asarray(want.window_overflow).any()
+    assert np.asarray(got.window_overflow).all()  # every turning scenario needs both searches
+    assert _differing(got, want, skip=("window_overflow",)) == []
+
+
+def test_switches_are_not_fixed_inside_another_program_nor_on_the_all_pairs_path():
+    batch = _batch("merge", count=2)
+    seen = []
+    jax.jit(lambda b: seen.append(switches.of_batch(b, CONFIG)) or b.valid)(batch)
+    assert seen == [None]
+    assert switches.of_batch(batch, SimConfig(num_steps=STEPS, neighbours="all_pairs")) is None
+    assert switches.unsearched(None, None, None) is None
+    assert not switches.is_fixed(neighbours.SearchesOn(zone=np.bool_(True), bends=True))
+
+
+@pytest.mark.parametrize("name", ["highway", "merge", "intersection", "intersection_turns"])
+def test_every_family_declares_the_searches_its_scenarios_need(name):
+    declared = family(name).SEARCHES
+    for agents in (8, 32):
+        cfg = FamilyConfig(min_agents=2, max_agents=agents, steps=STEPS)
+        batch = pad_and_stack([generate(name, i, cfg).scenario for i in range(24)], num_agents=agents)
+        need = switches.of_batch(batch, CONFIG)
+        assert need is not None
+        assert (need.zone <= declared[0]) and (need.bends <= declared[1]), (agents, need)
