@@ -67,12 +67,24 @@ class SearchesOn(NamedTuple):
     bends: Array | bool
 
 
+def needs_zone(crossings: junction.Crossings) -> Array:
+    """Whether scenarios with these Crossings (fields of any shape) need the junction zone:
+    they have crossing straight routes."""
+    return crossings.r0 > -jnp.inf
+
+
+def needs_bends(on_bent: Array) -> Array:
+    """() bool: some agent of ``on_bent`` (RouteLayout.on_bent, any shape) is searched by the
+    bent-route search."""
+    return jnp.any(on_bent)
+
+
 def searches_on(scenarios: Scenario, config: SimConfig) -> SearchesOn | None:
     """Which direct searches a batch (leading axis) needs; None on the all-pairs path."""
     if config.neighbours == "all_pairs":
         return None
     layout = jax.vmap(lambda one: route_layout(one, config))(scenarios)
-    return SearchesOn(zone=jnp.any(layout.crossings.r0 > -jnp.inf), bends=jnp.any(layout.on_bent))
+    return SearchesOn(zone=jnp.any(needs_zone(layout.crossings)), bends=needs_bends(layout.on_bent))
 
 
 def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfig, zone_on=None):

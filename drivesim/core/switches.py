@@ -57,11 +57,11 @@ def unsearched(crossings, bent: Array, on) -> Array | None:
     routes, ``bent`` (N,)); None where ``on`` is not fixed."""
     if not is_fixed(on):
         return None
-    missing = jnp.zeros((), bool)
+    missing = jnp.zeros((), bool)  # the rules of core.neighbours.searches_on, for one scenario
     if not on.zone:
-        missing = missing | (crossings.r0 > -jnp.inf)
+        missing = missing | neighbours.needs_zone(crossings)
     if not on.bends:
-        missing = missing | jnp.any(bent)
+        missing = missing | neighbours.needs_bends(bent)
     return missing
 
 
