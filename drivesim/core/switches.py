@@ -19,8 +19,6 @@ program (smaller, and faster to compile). BENCHMARKS.md "Search switches fixed p
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax
 import jax.numpy as jnp
 
@@ -40,12 +38,18 @@ def is_fixed(on) -> bool:
     return on is not None and all(isinstance(v, bool) for v in on)
 
 
+def _concrete(tree) -> bool:
+    """Whether every leaf of ``tree`` holds data: not a tracer of another program being
+    built, not a ShapeDtypeStruct."""
+    leaves = jax.tree_util.tree_leaves(tree)
+    return not any(isinstance(leaf, (jax.core.Tracer, jax.ShapeDtypeStruct)) for leaf in leaves)
+
+
 def of_batch(scenarios: Scenario, config: SimConfig) -> neighbours.SearchesOn | None:
-    """The switches of a concrete batch (leading axis B) as constants; None for a traced batch
-    (inside another program) and on the all-pairs path. Runs a small program and waits for it."""
-    if config.neighbours == "all_pairs":
-        return None
-    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(scenarios)):
+    """The switches of a batch (leading axis B) as constants; None for a batch without data
+    (traced inside another program, or shapes only) and on the all-pairs path. Runs a small
+    program and waits for it."""
+    if config.neighbours == "all_pairs" or not _concrete(scenarios):
         return None
     on = jax.device_get(_searches_on(scenarios, config))
     return fixed(on.zone, on.bends)
@@ -72,14 +76,18 @@ class FixedSimulate:
     def __init__(self, rollout_batch):
         self._jit = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches"))
 
-    def _args(self, scenarios, config: SimConfig, devices: int) -> dict[str, Any]:
-        return {"config": config, "devices": devices, "searches": of_batch(scenarios, config)}
+    def _bound(self, method, scenarios: Scenario, policy, config: SimConfig, devices: int):
+        """``method`` of the jit applied with the batch's switches. A host batch goes to the
+        device once: the switches' program and the engine's read the same copy."""
+        if _concrete(scenarios):
+            scenarios = jax.device_put(scenarios)
+        return method(scenarios, policy, config=config, devices=devices, searches=of_batch(scenarios, config))
 
     def __call__(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
-        return self._jit(scenarios, policy, **self._args(scenarios, config, devices))
+        return self._bound(self._jit, scenarios, policy, config, devices)
 
     def lower(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
-        return self._jit.lower(scenarios, policy, **self._args(scenarios, config, devices))
+        return self._bound(self._jit.lower, scenarios, policy, config, devices)
 
     def trace(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
-        return self._jit.trace(scenarios, policy, **self._args(scenarios, config, devices))
+        return self._bound(self._jit.trace, scenarios, policy, config, devices)
