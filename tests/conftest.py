@@ -62,6 +62,27 @@ def artifacts_dir() -> pathlib.Path:
     return path
 
 
+def _assert_bitwise(got, want, skip: tuple[str, ...] = ()) -> None:
+    """Every metric field identical, bit for bit (NaN where NaN), but those in ``skip``."""
+    import numpy as np
+
+    for name in want.__dataclass_fields__:
+        if name in skip:
+            continue
+        a, b = np.asarray(getattr(got, name)), np.asarray(getattr(want, name))
+        assert a.shape == b.shape, name
+        assert a.dtype == b.dtype, name
+        rows = a.view(np.uint8).reshape(a.shape[0], -1) != b.view(np.uint8).reshape(b.shape[0], -1)
+        bad = np.flatnonzero(rows.any(axis=1))
+        assert bad.size == 0, f"{name} differs at rows {bad.tolist()}: {a[bad]} != {b[bad]}"
+
+
+@pytest.fixture(scope="session")
+def assert_bitwise():
+    """assert_bitwise(got, want, skip=()): every RolloutMetrics field identical bit for bit."""
+    return _assert_bitwise
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _fresh_programs_per_module():
     """Each test module starts with no compiled programs left by the others: XLA:CPU code is

@@ -30,41 +30,37 @@ def _batch(name: str, count: int = 6):
     return pad_and_stack([generate(name, i, cfg).scenario for i in range(count)], num_agents=AGENTS)
 
 
-def _differing(a, b, skip=()) -> list[str]:
-    fields = [f for f in a.__dataclass_fields__ if f not in skip]
-    same = lambda f: np.array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f)), equal_nan=True)  # noqa: E731
-    return [f for f in fields if not same(f)]
-
-
 def _conditionals(compiled) -> int:
     return len(re.findall(r" conditional\(", compiled.as_text()))
 
 
 @pytest.mark.parametrize("name", ["merge", "intersection_turns"])
-def test_fixed_switches_equal_the_conditionals(name):
+def test_fixed_switches_equal_the_conditionals(name, assert_bitwise):
     batch, policy = _batch(name), idm_policy()
     per_step = conditional.lower(batch, policy, config=CONFIG).compile()
     fixed = simulate.lower(batch, policy, CONFIG).compile()
     want, got = per_step(batch, policy), fixed(batch, policy)
-    assert _differing(jax.device_get(got), jax.device_get(want)) == []
+    assert_bitwise(jax.device_get(got), jax.device_get(want))
     assert _conditionals(fixed) == _conditionals(per_step) - 2  # the zone's and the bent routes'
     assert switches.of_batch(batch, CONFIG) == switches.fixed(*family(name).SEARCHES)
 
 
-def test_a_search_left_out_sends_the_scenario_to_the_exact_fallback():
+def test_a_search_left_out_sends_the_scenario_to_the_exact_fallback(assert_bitwise):
     batch, policy = _batch("intersection_turns"), idm_policy()
     want = jax.device_get(conditional(batch, policy, config=CONFIG))
     got = jax.device_get(conditional(batch, policy, config=CONFIG, searches=switches.fixed(False, False)))
     assert not np.asarray(want.window_overflow).any()
     assert np.asarray(got.window_overflow).all()  # every turning scenario needs both searches
-    assert _differing(got, want, skip=("window_overflow",)) == []
+    assert_bitwise(got, want, skip=("window_overflow",))
 
 
-def test_switches_are_not_fixed_inside_another_program_nor_on_the_all_pairs_path():
+def test_switches_are_not_fixed_without_data_nor_on_the_all_pairs_path():
     batch = _batch("merge", count=2)
     seen = []
     jax.jit(lambda b: seen.append(switches.of_batch(b, CONFIG)) or b.valid)(batch)
     assert seen == [None]
+    shapes = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype), batch)
+    assert switches.of_batch(shapes, CONFIG) is None  # shapes only: lowered with per-step switches
     assert switches.of_batch(batch, SimConfig(num_steps=STEPS, neighbours="all_pairs")) is None
     assert switches.unsearched(None, None, None) is None
     assert not switches.is_fixed(neighbours.SearchesOn(zone=np.bool_(True), bends=True))

@@ -87,22 +87,3 @@ def reference(batch):
     from drivesim.parallel.executor import Executor, ExecutorConfig
 
     return Executor(ExecutorConfig(devices=2), SIM).simulate(batch, idm_policy())
-
-
-def _assert_bitwise(got, want, skip: tuple[str, ...] = ()) -> None:
-    """Every metric field identical, bit for bit (NaN where NaN), but those in ``skip``."""
-    for name in want.__dataclass_fields__:
-        if name in skip:
-            continue
-        a, b = np.asarray(getattr(got, name)), np.asarray(getattr(want, name))
-        assert a.shape == b.shape, name
-        assert a.dtype == b.dtype, name
-        rows = a.view(np.uint8).reshape(a.shape[0], -1) != b.view(np.uint8).reshape(b.shape[0], -1)
-        bad = np.flatnonzero(rows.any(axis=1))
-        assert bad.size == 0, f"{name} differs at rows {bad.tolist()}: {a[bad]} != {b[bad]}"
-
-
-@pytest.fixture(scope="session")
-def assert_bitwise():
-    """assert_bitwise(got, want, skip=()): every RolloutMetrics field identical bit for bit."""
-    return _assert_bitwise
