@@ -5,32 +5,43 @@
 For each family (``NAME`` or ``NAME:AGENTS``, 32 agents by default) builds one batch (the
 scenarios `drivesim bench engine` times) and compiles ``simulate`` as:
 
-- ``default``: the engine as shipped (the batch's search switches fixed in the program);
-- ``window_only``: ``neighbours="window_only"``, the same search without the exact fallback
-  (the difference is what the fallback costs; on an accelerator a fallback chunk is a whole
-  serial rollout, so its cost there is not proportional to the flagged share);
-- ``no_store``: ``drivesim.core.materialize.STORE = False`` (values read by several fusions are
-  left to XLA's fusion instead of stored once; written for XLA:CPU, unmeasured elsewhere);
+- ``default``: the engine as shipped: ``SimConfig``'s defaults, whose searches are the
+  platform's (core.search_choice: the window search on the CPU, all pairs on accelerators up
+  to 128 agents), the batch's search switches fixed in the program;
+- ``window``: ``neighbours="window", edge_search="own_route"`` (the CPU's choice, and the
+  engine's default everywhere before the searches became the platform's);
+- ``window_only``: the window search without the exact fallback (the difference to
+  ``window`` is what the fallback costs; on an accelerator a fallback chunk is a whole serial
+  rollout, so its cost there is not proportional to the flagged share);
+- ``no_store``: ``window`` with ``drivesim.core.materialize.STORE = False`` (values read by
+  several fusions are left to XLA's fusion instead of stored once; written for XLA:CPU);
 - ``all_pairs``: ``neighbours="all_pairs", edge_search="all_lanes"`` (exact by itself, no
-  proof, no fallback);
-- ``chunk_16`` / ``chunk_256``: the exact fallback in chunks of 16 / 256 scenarios;
-- ``per_step_switches``: the junction-zone and bent-route searches switched in every step under
-  a real conditional (on a GPU each reads its predicate back to the host), as before the
-  engine fixed the batch's switches when it builds the program (core.switches).
+  proof, no fallback: the accelerators' choice);
+- ``all_pairs_own_route``: all pairs with each corner against its own route (the road edges
+  still proven, a scenario with too many agents near an edge simulated again);
+- ``chunk_16`` / ``chunk_256``: ``window`` with the exact fallback in chunks of 16 / 256
+  scenarios;
+- ``per_step_switches``: ``window`` with the junction-zone and bent-route searches switched in
+  every step under a real conditional (on a GPU each reads its predicate back to the host), as
+  before the engine fixed the batch's switches when it builds the program (core.switches).
 
 ``--variants`` picks some of them (``default`` always runs: the ratios are to it).
 
-The programs run in turn, ``--rounds`` rounds of one call each after a warm-up; the table gives
-the median wall-clock ms per call, the median of the per-round ratios to ``default`` (host
-drift cancels), and whether the metrics equal the default's bit for bit (``window_overflow``
-left out: it records the fallback).
+Programs are lowered one by one and compiled in parallel threads (XLA compiles outside
+Python's lock; on a fresh GPU machine compiling is most of the run). They run in turn,
+``--rounds`` rounds of one call each after a warm-up; the table gives the median wall-clock
+ms per call, the median of the per-round ratios to ``default`` (host drift cancels), and
+whether the metrics equal the default's bit for bit (``window_overflow`` left out: it records
+the fallback).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import numpy as np
@@ -42,50 +53,76 @@ from drivesim.core.rollout import rollout_batch
 from drivesim.core.types import SimConfig
 
 
-def _compile(
-    batch, config: SimConfig, store: bool = True, chunk: int | None = None, per_step=False
-) -> Callable:
-    """``rollout_batch`` of ``config`` compiled for ``batch`` under the given switches, with the
-    batch's search switches fixed as ``simulate`` does (per_step: decided in each step)."""
+def _lower(batch, config: SimConfig, store: bool = True, chunk: int | None = None, per_step=False):
+    """``rollout_batch`` of ``config`` lowered for ``batch`` under the given switches, with the
+    batch's search switches fixed as ``simulate`` does (per_step: decided in each step).
+    The switches are read while tracing, so lowering is serial; compiling is not."""
     saved = materialize.STORE, fallback.CPU_CHUNK, fallback.ACCELERATOR_CHUNK
     materialize.STORE = store
     if chunk is not None:
         fallback.CPU_CHUNK = fallback.ACCELERATOR_CHUNK = chunk
     searches = None if per_step else switches.of_batch(batch, config)
     try:
-        policy = idm_policy()
-        program = jax.jit(lambda sc, pol: rollout_batch(sc, pol, config, searches=searches))
-        compiled = program.lower(batch, policy).compile()
+        return jax.jit(lambda sc, pol: rollout_batch(sc, pol, config, searches=searches)).lower(
+            batch, idm_policy()
+        )
     finally:
         materialize.STORE, fallback.CPU_CHUNK, fallback.ACCELERATOR_CHUNK = saved
-    return lambda: compiled(batch, policy)
 
 
-VARIANTS = ("default", "window_only", "no_store", "all_pairs", "chunk_16", "chunk_256", "per_step_switches")
+VARIANTS = (
+    "default",
+    "window",
+    "window_only",
+    "no_store",
+    "all_pairs",
+    "all_pairs_own_route",
+    "chunk_16",
+    "chunk_256",
+    "per_step_switches",
+)
 
 
 def variants(batch, steps: int, names=VARIANTS) -> dict[str, Callable]:
     """The compiled variants of ``names`` (see the module), ``default`` first."""
-    base = SimConfig(num_steps=steps)
-    build = {
-        "default": lambda: _compile(batch, base),
-        "window_only": lambda: _compile(batch, SimConfig(num_steps=steps, neighbours="window_only")),
-        "no_store": lambda: _compile(batch, base, store=False),
-        "all_pairs": lambda: _compile(
-            batch, SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="all_lanes")
-        ),
-        "chunk_16": lambda: _compile(batch, base, chunk=16),
-        "chunk_256": lambda: _compile(batch, base, chunk=256),
-        "per_step_switches": lambda: _compile(batch, base, per_step=True),
+    window = SimConfig(num_steps=steps, neighbours="window", edge_search="own_route")
+    config = {
+        "default": SimConfig(num_steps=steps),
+        "window_only": dataclasses.replace(window, neighbours="window_only"),
+        "all_pairs": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="all_lanes"),
+        "all_pairs_own_route": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="own_route"),
     }
-    return {name: build[name]() for name in ["default"] + [n for n in names if n != "default"]}
+    options = {"no_store": {"store": False}, "chunk_16": {"chunk": 16}, "chunk_256": {"chunk": 256}}
+    options["per_step_switches"] = {"per_step": True}
+    chosen = ["default"] + [n for n in names if n != "default"]
+    lowered = {n: _lower(batch, config.get(n, window), **options.get(n, {})) for n in chosen}
+    with ThreadPoolExecutor(max_workers=len(lowered)) as pool:
+        compiled = dict(zip(lowered, pool.map(lambda low: low.compile(), lowered.values()), strict=True))
+    policy = idm_policy()
+    return {n: (lambda program=program: program(batch, policy)) for n, program in compiled.items()}
 
 
-def same_metrics(a, b) -> bool:
-    """Whether RolloutMetrics ``a`` and ``b`` agree bit for bit (NaN equals NaN)."""
+def same_metrics(a, b) -> str:
+    """ "yes" where RolloutMetrics ``a`` and ``b`` agree bit for bit (NaN equals NaN), else how
+    far apart: the scenarios that differ, each differing field with its count of scenarios,
+    and the largest relative difference of a float field."""
     fields = [f for f in a.__dataclass_fields__ if f != "window_overflow"]
-    pairs = [(np.asarray(getattr(a, f)), np.asarray(getattr(b, f))) for f in fields]
-    return all(np.array_equal(x, y, equal_nan=x.dtype.kind == "f") for x, y in pairs)
+    differ, worst, counts = None, 0.0, []
+    for f in fields:
+        x, y = np.asarray(getattr(a, f)), np.asarray(getattr(b, f))
+        same = x == y
+        if x.dtype.kind == "f":
+            same |= np.isnan(x) & np.isnan(y)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                gap = np.abs(x - y) / np.maximum(np.maximum(np.abs(x), np.abs(y)), 1e-30)
+            worst = max(worst, float(np.where(same, 0.0, np.nan_to_num(gap, nan=np.inf)).max(initial=0.0)))
+        rows = ~same.reshape(same.shape[0], -1).all(axis=1)
+        if rows.any():
+            counts.append(f"{f} {int(rows.sum())}")
+        differ = rows if differ is None else differ | rows
+    if differ is None or not differ.any():
+        return "yes"
+    return f"no: {int(differ.sum())} scenarios ({', '.join(counts)}), max rel float {worst:.1e}"
 
 
 def measure(spec: str, args) -> None:
@@ -104,7 +141,7 @@ def measure(spec: str, args) -> None:
     base = np.array(times["default"])
     for k, ts in times.items():
         ratio = np.array(ts) / base
-        same = "yes" if same_metrics(outputs[k], outputs["default"]) else "no"
+        same = same_metrics(outputs[k], outputs["default"])
         print(
             f"| {spec} | {k} | {np.median(ts) * 1e3:.2f} | {np.median(ratio):.3f} "
             f"[{ratio.min():.3f}..{ratio.max():.3f}] | {same} | {flagged} |",
@@ -124,10 +161,12 @@ def main() -> None:
     if args.quick:
         args.scenarios, args.steps, args.rounds = 16, 10, 1
     print(f"device: {jax.devices()[0].device_kind}, {args.scenarios} scenarios x {args.steps} steps")
+    t0 = time.perf_counter()
     print("| family | variant | ms per call | ratio to default [range] | same metrics | flagged (default) |")
     print("|---|---|---|---|---|---|")
     for spec in args.families:
         measure(spec, args)
+    print(f"total {time.perf_counter() - t0:.0f} s")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@
 # benchmarks/gpu_wheels.sh fills beforehand on a machine with network access):
 #   [STEPS="engine base families variants campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
 # STEPS picks the steps (default: all but variants, which fits a call of its own:
-# STEPS=variants); base runs only where BASE_TREE names another checkout's root (its engine,
+# STEPS=variants; VARIANT_FAMILIES, VARIANTS and VARIANTS_LIMIT pick its families, variants
+# and time limit, see benchmarks/engine_variants.py; ENGINE_AGENTS the engine step's agent
+# counts, 8 32 128 by default); base runs only where BASE_TREE names another checkout's root (its engine,
 # right after this one's); demo reads the CommonRoad files from $DRIVESIM_DATA/commonroad where
 # ../shared/data is not there.
 # Writes OUTDIR/engine.jsonl, base.jsonl, families.jsonl, campaign.jsonl, variants.txt and
@@ -35,20 +37,22 @@ step() {  # step SECONDS NAME COMMAND...: run COMMAND with a limit, report its w
 nvidia-smi -L 2>/dev/null
 python3 -c "import jax; print('jax', jax.__version__, jax.devices())"
 want() { [[ " ${STEPS:-engine base families campaign demo} " == *" $1 "* ]]; }
-want engine && step 110 engine "${ds[@]}" bench engine --agents 8 --agents 32 --agents 128 --scenarios 4096 --repeats 5 --json \
+agents=()
+for n in ${ENGINE_AGENTS:-8 32 128}; do agents+=(--agents "$n"); done
+want engine && step 110 engine "${ds[@]}" bench engine "${agents[@]}" --scenarios 4096 --repeats 5 --json \
   --out "$out/b" > "$out/engine.jsonl"
 if want base && [ -n "${BASE_TREE:-}" ]; then
   step 100 base env -C "$BASE_TREE" PYTHONPATH="$site${site:+:}$BASE_TREE" "${ds[@]}" bench engine --agents 32 --agents 128 \
     --scenarios 4096 --repeats 5 --json --out "$out/base" > "$out/base.jsonl"
 fi
-want families && step 150 families "${ds[@]}" bench engine --agents 32 --scenarios 4096 --repeats 5 --json --out "$out/b" \
-  --family intersection_turns --family merge --family intersection > "$out/families.jsonl"
 if want variants; then
-  step 420 variants python3 benchmarks/engine_variants.py --scenarios 4096 --rounds 5 \
-    --families highway intersection_turns --variants per_step_switches all_pairs no_store window_only \
-    > "$out/variants.txt"
+  step "${VARIANTS_LIMIT:-420}" variants python3 benchmarks/engine_variants.py --scenarios 4096 --rounds 5 \
+    --families ${VARIANT_FAMILIES:-highway highway:128 intersection_turns merge} \
+    --variants ${VARIANTS:-window all_pairs_own_route} > "$out/variants.txt"
   cat "$out/variants.txt"
 fi
+want families && step 150 families "${ds[@]}" bench engine --agents 32 --scenarios 4096 --repeats 5 --json --out "$out/b" \
+  --family intersection_turns --family merge --family intersection > "$out/families.jsonl"
 want campaign && step 90 campaign "${ds[@]}" bench campaign --source synthetic --batch-size 16384 --small-batches 1 --large-batches 4 \
   --repeats 2 --json --out "$out/b" > "$out/campaign.jsonl"
 if want demo; then

@@ -22,7 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import neighbours
+from drivesim.core import neighbours, search_choice
 from drivesim.core.types import Array, Scenario, SimConfig
 
 _searches_on = jax.jit(neighbours.searches_on, static_argnames="config")
@@ -49,6 +49,7 @@ def of_batch(scenarios: Scenario, config: SimConfig) -> neighbours.SearchesOn | 
     """The switches of a batch (leading axis B) as constants; None for a batch without data
     (traced inside another program, or shapes only) and on the all-pairs path. Runs a small
     program and waits for it."""
+    config = search_choice.resolved(config, scenarios.num_agents)
     if config.neighbours == "all_pairs" or not _concrete(scenarios):
         return None
     on = jax.device_get(_searches_on(scenarios, config))

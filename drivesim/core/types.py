@@ -321,9 +321,12 @@ class SimConfig:
     block_agents: agents per device per cache block (drivesim.core.blocking): a larger
         batch is simulated as blocks one after another. "auto": 16384 on CPU, no blocking
         on accelerators; None: never block. Results do not depend on it.
-    neighbours: "window" (sorted-window search, proven exact per step; a batch's scenarios
-        where the proof fails are simulated again with "all_pairs") | "all_pairs" (every
-        pair, O(N^2) per step) | "window_only" (no fallback: for measuring the window).
+    neighbours: "auto" (the platform's: "window" on the CPU, "all_pairs" on accelerators
+        up to 128 agents; drivesim.core.search_choice) | "window" (sorted-window search,
+        proven exact per step; a batch's scenarios where the proof fails are simulated
+        again with "all_pairs") | "all_pairs" (every pair, O(N^2) per step) |
+        "window_only" (no fallback: for measuring the window). Metrics are the same bit for
+        bit whichever exact search runs.
     lane_changes: MOBIL lane changes of IDM agents on straight parallel lanes
         (LaneChangeConfig), or None (agents keep their lanes).
     occlusion: the ego's observation (MLP and user policies that call ``observe()``) leaves
@@ -343,7 +346,8 @@ class SimConfig:
         step. "own_route": each box corner against its own route, the ego and the few agents
         near their corridor's edge against every lane, a scenario with too many of those
         simulated again with "all_lanes" (drivesim.core.edges; exact either way) |
-        "all_lanes": every corner against every lane, O(N L S) per step.
+        "all_lanes": every corner against every lane, O(N L S) per step | "auto"
+        ("all_lanes" where the neighbours come from all pairs, else "own_route").
     """
 
     dt: float = 0.1
@@ -362,19 +366,21 @@ class SimConfig:
     obs_neighbours: int = 6
     occlusion: bool = False
     block_agents: int | str | None = "auto"
-    neighbours: str = "window"
+    neighbours: str = "auto"
     lane_changes: LaneChangeConfig | None = None
     junction_capacity: int | str = "auto"
-    edge_search: str = "own_route"
+    edge_search: str = "auto"
     bend_capacity: int | str = "auto"
 
     def __post_init__(self):
-        if self.neighbours not in ("window", "all_pairs", "window_only"):
+        if self.neighbours not in ("auto", "window", "all_pairs", "window_only"):
             raise ValueError(
-                f"SimConfig.neighbours: expected window|all_pairs|window_only, got {self.neighbours!r}"
+                f"SimConfig.neighbours: expected auto|window|all_pairs|window_only, got {self.neighbours!r}"
             )
-        if self.edge_search not in ("own_route", "all_lanes"):
-            raise ValueError(f"SimConfig.edge_search: expected own_route|all_lanes, got {self.edge_search!r}")
+        if self.edge_search not in ("auto", "own_route", "all_lanes"):
+            raise ValueError(
+                f"SimConfig.edge_search: expected auto|own_route|all_lanes, got {self.edge_search!r}"
+            )
         from drivesim.core.policies import get_policy  # the registry imports this module
 
         try:

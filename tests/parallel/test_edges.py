@@ -21,7 +21,7 @@ from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
 
 STEPS = 30
-OWN = SimConfig(num_steps=STEPS)
+OWN = SimConfig(num_steps=STEPS, edge_search="own_route")  # "auto" takes every lane with all pairs
 EVERY = SimConfig(num_steps=STEPS, edge_search="all_lanes")
 SHIFT = 1.6  # [m] sideways, towards the left of the agent's heading
 
@@ -85,7 +85,7 @@ def test_eight_devices_rerun_their_own_crowded_scenarios(drifting, fma_free, ass
 
 def test_no_capacity_reruns_every_scenario_near_an_edge(drifting, fma_free, assert_bitwise, monkeypatch):
     monkeypatch.setattr(edges, "capacity", lambda agents: 0)
-    config = SimConfig(num_steps=STEPS - 1, neighbours="all_pairs")  # a program traced with the patch
+    config = dataclasses.replace(OWN, num_steps=STEPS - 1, neighbours="all_pairs")  # traced with the patch
     got = _host(simulate(drifting, idm_policy(), config))
     want = _host(simulate(drifting, idm_policy(), dataclasses.replace(config, edge_search="all_lanes")))
     assert_bitwise(got, want, SKIP)

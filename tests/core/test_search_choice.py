@@ -1,0 +1,73 @@
+"""The platform's searches (drivesim.core.search_choice): "auto" is the window search with each
+corner against its own route on the CPU and all pairs with every lane's edges on accelerators
+up to ACCELERATOR_ALL_PAIRS_AGENTS agents; the CPU's default program is the explicit window
+program, and the accelerators' program gives the same metrics bit for bit."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import pytest
+
+from drivesim.core import search_choice
+from drivesim.core.policies import idm_policy
+from drivesim.core.rollout import simulate
+from drivesim.core.types import SimConfig
+from drivesim.scenarios.batching import pad_and_stack
+from drivesim.scenarios.synthetic import FamilyConfig, generate
+
+STEPS = 12
+AUTO = SimConfig(num_steps=STEPS)
+WINDOW = SimConfig(num_steps=STEPS, neighbours="window", edge_search="own_route")
+LIMIT = search_choice.ACCELERATOR_ALL_PAIRS_AGENTS
+
+
+def _searches(config: SimConfig) -> tuple[str, str]:
+    return config.neighbours, config.edge_search
+
+
+@pytest.mark.parametrize(
+    ("config", "agents", "platform", "want"),
+    [
+        (AUTO, 32, "cpu", ("window", "own_route")),
+        (AUTO, 8, "gpu", ("all_pairs", "all_lanes")),
+        (AUTO, LIMIT, "tpu", ("all_pairs", "all_lanes")),
+        (AUTO, LIMIT + 1, "gpu", ("window", "own_route")),
+        (dataclasses.replace(AUTO, neighbours="window"), 8, "gpu", ("window", "own_route")),
+        (dataclasses.replace(AUTO, neighbours="all_pairs"), 128, "cpu", ("all_pairs", "all_lanes")),
+        (dataclasses.replace(AUTO, edge_search="own_route"), 8, "gpu", ("all_pairs", "own_route")),
+        (dataclasses.replace(AUTO, neighbours="window_only"), 8, "gpu", ("window_only", "own_route")),
+    ],
+)
+def test_auto_is_the_platforms_search(config, agents, platform, want):
+    assert _searches(search_choice.resolved(config, agents, platform)) == want
+
+
+def test_named_searches_are_left_as_they_are():
+    assert search_choice.resolved(WINDOW, 8, "gpu") is WINDOW
+    with pytest.raises(ValueError, match="SimConfig.neighbours: expected auto"):
+        SimConfig(neighbours="grid")
+
+
+def _batch(name: str, agents: int = 16, count: int = 5):
+    cfg = FamilyConfig(num_agents=agents, steps=STEPS)
+    return pad_and_stack([generate(name, i, cfg).scenario for i in range(count)], num_agents=agents)
+
+
+def test_the_cpu_default_is_the_window_program():
+    batch, policy = _batch("highway"), idm_policy()
+    text = lambda config: simulate.lower(batch, policy, config).as_text(debug_info=False)  # noqa: E731
+    assert text(AUTO) == text(WINDOW)
+    assert text(AUTO) != text(search_choice.resolved(AUTO, 16, "gpu"))
+
+
+@pytest.mark.parametrize("name", ["highway", "merge", "intersection_turns"])
+def test_the_accelerators_search_gives_the_same_metrics(name, assert_bitwise):
+    """The program an accelerator runs by default, run here on the CPU, against the CPU's."""
+    batch, policy = _batch(name), idm_policy()
+    accelerators = search_choice.resolved(AUTO, 16, "gpu")
+    want = jax.device_get(simulate(batch, policy, AUTO))
+    got = jax.device_get(simulate(batch, policy, accelerators))
+    assert_bitwise(got, want, ("window_overflow",))
+    assert not got.window_overflow.any()  # all pairs and every lane's edges prove everything
