@@ -7,9 +7,9 @@
 #   [STEPS="engine base families variants campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
 # STEPS picks the steps (default: all but variants, which fits a call of its own:
 # STEPS=variants; VARIANT_FAMILIES, VARIANTS and VARIANTS_LIMIT pick its families, variants
-# and time limit, see benchmarks/engine_variants.py; ENGINE_AGENTS the engine step's agent
-# counts, 8 32 128 by default); base runs only where BASE_TREE names another checkout's root (its engine,
-# right after this one's); demo reads the CommonRoad files from $DRIVESIM_DATA/commonroad where
+# and time limit, see benchmarks/engine_variants.py). ENGINE_AGENTS: the engine step's agent
+# counts (8 32 128 by default). base runs only where BASE_TREE names another checkout's root
+# (its engine, right after this one's); demo reads the CommonRoad files from $DRIVESIM_DATA/commonroad where
 # ../shared/data is not there.
 # Writes OUTDIR/engine.jsonl, base.jsonl, families.jsonl, campaign.jsonl, variants.txt and
 # demo.log, and prints a short table.

@@ -1,16 +1,19 @@
 """The neighbour and road-edge searches a batch gets where SimConfig leaves them to the
 platform (``neighbours="auto"``, ``edge_search="auto"``, the defaults).
 
-Every choice gives the same metrics bit for bit (the window search is proven exact per step,
-and a scenario it cannot prove is simulated again with all pairs); they differ in speed only:
+Every choice is exact: the window search is proven exact per step, and a scenario it cannot
+prove is simulated again with all pairs. On the CPU they give the same metrics bit for bit
+(tests/core/test_search_choice.py); GPU programs are not covered by that guarantee
+(drivesim.parallel.determinism). They differ in speed:
 
 - On the CPU a step costs its work. The sorted-window search with its exact fallback does
   O(N K) work per agent-step against all pairs' O(N^2): all pairs took 1.5x the time at 32
-  agents and 3.8x at 128 (BENCHMARKS.md, "The engine's variants on the CPU").
+  agents and 3.8x at 128 (BENCHMARKS.md, "GPU: the exact engine on one H200", its CPU table).
 - On an accelerator, at the batch sizes drivesim runs, a step costs the latency of its
-  kernels, not their work: the window search's proof, its direct searches and its fallback
-  (a whole serial rollout of the flagged scenarios) cost more there than all pairs' larger,
-  fewer kernels (BENCHMARKS.md, "GPU: all pairs by default").
+  kernels more than their work: at 32 agents all pairs, with no proof, direct searches or
+  fallback (a whole serial rollout of the flagged scenarios), ran 1.3-2.7x faster than the
+  window search on an H200; from 64 agents on the window search was faster (BENCHMARKS.md,
+  "GPU: the platform's searches").
 
 ``resolved`` is read when a batch's program is built (its platform is JAX's default backend
 then), so a configuration means the same on every machine and in every campaign ledger.
