@@ -67,8 +67,22 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
         compile_s=timing.compile_s,
         **rates.as_fields(),
         **memory_fields(timing.compiled),
-        extra={"times_s": list(timing.times), "warmup": config.harness.warmup, "visible_devices": visible},
+        extra={
+            "times_s": list(timing.times),
+            "warmup": config.harness.warmup,
+            "visible_devices": visible,
+            "search": search_name(wl, devices[0].platform),
+        },
     )
+
+
+def search_name(wl: Workload, platform: str | None = None) -> str:
+    """The neighbour and road-edge searches ``wl``'s defaults take on ``platform`` (None: JAX's
+    default backend), e.g. "window/own_route" (core.search_choice)."""
+    from drivesim.core.search_choice import resolved
+
+    config = resolved(sim_config(wl), wl.agents, platform)
+    return f"{config.neighbours}/{config.edge_search}"
 
 
 def agent_step_cost_ratio(large: BenchRecord, small: BenchRecord) -> float:
@@ -104,8 +118,11 @@ def run_engine_sweep(
     highway_rate = {}  # (agents, devices) -> highway's scenarios/s, measured before the others
     for devices, family, n in itertools.product(sweep.device_counts, families, sweep.agents):
         where = f"{devices} device(s)" if devices else "all devices"
-        log(f"engine: {sweep.scenarios} {family} x {n} agents x {sweep.steps} steps on {where} ...")
         wl = Workload(sweep.scenarios, n, sweep.steps, family)
+        log(
+            f"engine: {sweep.scenarios} {family} x {n} agents x {sweep.steps} steps on {where}, "
+            f"search {search_name(wl)} ..."
+        )
         record = run_engine(EngineConfig(wl, sweep.harness, devices=devices))
         record.extra["family"] = family
         records.append(record)

@@ -3,7 +3,7 @@
 import jax
 import pytest
 
-from drivesim.bench.engine import EngineConfig, agent_step_cost_ratio, run_engine
+from drivesim.bench.engine import EngineConfig, agent_step_cost_ratio, run_engine, search_name
 from drivesim.bench.harness import HarnessConfig, PhaseTimer, compile_timed, time_calls
 from drivesim.bench.memory import find_knee
 from drivesim.bench.records import BenchRecord
@@ -26,6 +26,8 @@ def test_run_engine_record():
     record = run_engine(EngineConfig(Workload(16, 8, 5), HarnessConfig(repeats=3, warmup=1)))
     assert record.kind == "engine" and record.repeats == 3 and record.compile_s > 0
     assert len(record.extra["times_s"]) == 3
+    assert record.extra["search"] == "window/own_route"  # the CPU's (core.search_choice)
+    assert search_name(Workload(16, 8, 5), "gpu") == "all_pairs/all_lanes"
     s, a = record.scenarios_per_s, record.agent_steps_per_s
     assert s["n"] == 3 and s["p5"] <= s["median"] <= s["p95"]
     assert a["median"] == pytest.approx(s["median"] * 8 * 5)
