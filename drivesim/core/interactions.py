@@ -12,6 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from drivesim.core.materialize import decided_once
 from drivesim.core.types import Array
 
 
@@ -48,8 +49,11 @@ def odd_even_pass(tree, key: Array, parity: Array, group: Array | None = None):
     if group is not None:
         g_next = jnp.roll(group, -1)
         after = (group > g_next) | ((group == g_next) & after)
-    take_next = left & (index < n - 1) & after
-    take_prev = (~left) & (index > 0) & jnp.roll(after, 1)
+    # decided once: every leaf, and both slots of a pair, read the same swaps (recomputed in
+    # each reader, a near tie of the keys could swap one leaf and not another, or move an
+    # agent into its neighbour's slot without the neighbour leaving it)
+    take_next = decided_once(left & (index < n - 1) & after)
+    take_prev = jnp.roll(take_next, 1)
 
     def permute(leaf):  # rolls fuse into one loop; a padded copy would be materialised
         nxt = jnp.roll(leaf, -1, axis=-1)

@@ -29,6 +29,17 @@ def materialize(tree):
     return jax.tree_util.tree_map(_stored, tree) if STORE else tree
 
 
+def decided_once(tree):
+    """``tree`` unchanged, each leaf computed once whatever STORE says: for decisions that
+    several fusions must read alike. A comparison recomputed in each reader can come out
+    differently in each: XLA:CPU contracts a multiply-add into an FMA in some kernels and
+    not in others, so two readers of a near tie may disagree (core.interactions.odd_even_pass
+    swapped one field of an agent pair and not the others this way). The value also passes
+    an optimization barrier, which backends that keep barriers through fusion (unlike
+    XLA:CPU) honour as well."""
+    return jax.tree_util.tree_map(lambda v: _stored(jax.lax.optimization_barrier(v)), tree)
+
+
 def _stored(value: Array) -> Array:
     value = jnp.asarray(value)
     if value.dtype == jnp.bool_:
