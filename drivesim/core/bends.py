@@ -30,10 +30,18 @@ from drivesim.core.types import Array, SimConfig
 
 
 def capacity(config: SimConfig, agents: int) -> int:
+    """Most agents on bent routes searched directly: :func:`group_capacity`, and 0 on the
+    all-pairs path (every pair is searched there)."""
+    return 0 if config.neighbours == "all_pairs" else group_capacity(config, agents)
+
+
+def group_capacity(config: SimConfig, agents: int) -> int:
     """SimConfig.bend_capacity for scenarios of ``agents`` slots ("auto": a quarter of the
-    slots in multiples of 8, at least 16; 0 turns the search off), at most ``agents``; 0 on
-    the all-pairs path and with lane changes (every lane is one group there)."""
-    if config.neighbours == "all_pairs" or config.lane_changes:
+    slots in multiples of 8, at least 16; 0 turns the search off), at most ``agents``: bent
+    routes with at most this many agents are groups of their own in the sorted order. 0 with
+    lane changes (every lane is one group there). The same whichever search runs, so the
+    order, and the observation that lists neighbours in it, do not depend on the search."""
+    if config.lane_changes:
         return 0
     cap = config.bend_capacity
     if cap == "auto":

@@ -47,7 +47,7 @@ def route_layout(scenario: Scenario, config: SimConfig) -> RouteLayout:
     onehot = ag.route[:, None] == jnp.arange(road.widths.shape[0])[None, :]
     driven = onehot & ag.valid[:, None]  # (N, L)
     bent = real & ~lines.straight
-    cap = bends.capacity(config, ag.x.shape[0])
+    cap = bends.group_capacity(config, ag.x.shape[0])  # the same order whichever search runs
     bent = bent & (jnp.sum(driven & bent[None, :]) <= cap) if cap > 0 else jnp.zeros_like(bent)
     separation = math.inf if lanes else exact.GROUP_SEPARATION
     groups = exact.route_groups(sep, real, separation, lines.crossing, alone=bent)

@@ -8,7 +8,9 @@ prove is simulated again with all pairs. On the CPU they give the same metrics b
 
 - On the CPU a step costs its work. The sorted-window search with its exact fallback does
   O(N K) work per agent-step against all pairs' O(N^2): all pairs took 1.5x the time at 32
-  agents and 3.8x at 128 (BENCHMARKS.md, "GPU: the exact engine on one H200", its CPU table).
+  agents and 3.8x at 128 (BENCHMARKS.md, "GPU: the exact engine on one H200", its CPU table),
+  but at 8 agents, where K = 6 covers nearly every pair anyway, all pairs skip the window's
+  proof and direct searches and run faster.
 - On an accelerator, at the batch sizes drivesim runs, a step costs the latency of its
   kernels more than their work: at 32 agents all pairs, with no proof, direct searches or
   fallback (a whole serial rollout of the flagged scenarios), ran 1.3-2.7x faster than the
@@ -27,29 +29,39 @@ import jax
 
 from drivesim.core.types import SimConfig
 
-# Most agent slots per scenario for which "auto" takes all pairs on an accelerator; above it
-# the window search (O(N K) per agent, against all pairs' O(N^2)).
+# Most agent slots per scenario for which "auto" takes all pairs; above them the window search
+# (O(N K) work per agent against all pairs' O(N^2)). On the CPU all pairs with each corner
+# against its own route ran 1.2-1.6x faster than the window search at 8 agents on the four
+# synthetic families (BENCHMARKS.md, "The platform's searches on the CPU").
+CPU_ALL_PAIRS_AGENTS = 8
 ACCELERATOR_ALL_PAIRS_AGENTS = 32
+
+
+def _on_cpu(platform: str | None) -> bool:
+    return (platform or jax.default_backend()) == "cpu"
 
 
 def neighbour_search(config: SimConfig, agents: int, platform: str | None = None) -> str:
     """SimConfig.neighbours for scenarios of ``agents`` slots on ``platform`` (None: JAX's
-    default backend): "auto" is "window" on the CPU, "all_pairs" on an accelerator up to
-    ACCELERATOR_ALL_PAIRS_AGENTS agents."""
+    default backend): "auto" is "all_pairs" up to CPU_ALL_PAIRS_AGENTS agents on the CPU and
+    ACCELERATOR_ALL_PAIRS_AGENTS on an accelerator, "window" above."""
     if config.neighbours != "auto":
         return config.neighbours
-    on_cpu = (platform or jax.default_backend()) == "cpu"
-    return "window" if on_cpu or agents > ACCELERATOR_ALL_PAIRS_AGENTS else "all_pairs"
+    limit = CPU_ALL_PAIRS_AGENTS if _on_cpu(platform) else ACCELERATOR_ALL_PAIRS_AGENTS
+    return "all_pairs" if agents <= limit else "window"
 
 
 def resolved(config: SimConfig, agents: int, platform: str | None = None) -> SimConfig:
-    """``config`` with "auto" searches replaced by the platform's: :func:`neighbour_search`,
-    and every lane's road edges where the neighbours come from all pairs (nothing is left to
-    prove, so no fallback runs), each corner against its own route elsewhere."""
+    """``config`` with "auto" searches replaced by the platform's: :func:`neighbour_search`;
+    on an accelerator every lane's road edges where the neighbours come from all pairs
+    (nothing is left to prove, so no fallback runs), each corner against its own route
+    elsewhere (on the CPU every lane's edges cost more than the own-route search and its
+    rare fallback)."""
     found = neighbour_search(config, agents, platform)
     edge_search = config.edge_search
     if edge_search == "auto":
-        edge_search = "all_lanes" if found == "all_pairs" else "own_route"
+        every_lane = found == "all_pairs" and not _on_cpu(platform)
+        edge_search = "all_lanes" if every_lane else "own_route"
     if (found, edge_search) == (config.neighbours, config.edge_search):
         return config
     return dataclasses.replace(config, neighbours=found, edge_search=edge_search)

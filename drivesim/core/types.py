@@ -321,8 +321,8 @@ class SimConfig:
     block_agents: agents per device per cache block (drivesim.core.blocking): a larger
         batch is simulated as blocks one after another. "auto": 16384 on CPU, no blocking
         on accelerators; None: never block. Results do not depend on it.
-    neighbours: "auto" (the platform's: "window" on the CPU, "all_pairs" on accelerators
-        up to 128 agents; drivesim.core.search_choice) | "window" (sorted-window search,
+    neighbours: "auto" (the platform's: "all_pairs" up to 8 agent slots on the CPU and 32
+        on accelerators, "window" above; drivesim.core.search_choice) | "window" (sorted-window search,
         proven exact per step; a batch's scenarios where the proof fails are simulated
         again with "all_pairs") | "all_pairs" (every pair, O(N^2) per step) |
         "window_only" (no fallback: for measuring the window). Metrics are the same bit for
@@ -347,7 +347,8 @@ class SimConfig:
         near their corridor's edge against every lane, a scenario with too many of those
         simulated again with "all_lanes" (drivesim.core.edges; exact either way) |
         "all_lanes": every corner against every lane, O(N L S) per step | "auto"
-        ("all_lanes" where the neighbours come from all pairs, else "own_route").
+        ("all_lanes" on accelerators where the neighbours come from all pairs, else
+        "own_route").
     """
 
     dt: float = 0.1

@@ -26,7 +26,8 @@ def test_run_engine_record():
     record = run_engine(EngineConfig(Workload(16, 8, 5), HarnessConfig(repeats=3, warmup=1)))
     assert record.kind == "engine" and record.repeats == 3 and record.compile_s > 0
     assert len(record.extra["times_s"]) == 3
-    assert record.extra["search"] == "window/own_route"  # the CPU's (core.search_choice)
+    assert record.extra["search"] == "all_pairs/own_route"  # the CPU's at 8 agents (core.search_choice)
+    assert search_name(Workload(16, 32, 5)) == "window/own_route"
     assert search_name(Workload(16, 8, 5), "gpu") == "all_pairs/all_lanes"
     s, a = record.scenarios_per_s, record.agent_steps_per_s
     assert s["n"] == 3 and s["p5"] <= s["median"] <= s["p95"]

@@ -1,7 +1,8 @@
-"""The platform's searches (drivesim.core.search_choice): "auto" is the window search with each
-corner against its own route on the CPU and all pairs with every lane's edges on accelerators
-up to ACCELERATOR_ALL_PAIRS_AGENTS agents; the CPU's default program is the explicit window
-program, and the accelerators' program gives the same metrics bit for bit."""
+"""The platform's searches (drivesim.core.search_choice): "auto" is all pairs up to
+CPU_ALL_PAIRS_AGENTS agents and the window search above, each corner against its own route, on
+the CPU; all pairs with every lane's edges up to ACCELERATOR_ALL_PAIRS_AGENTS agents on
+accelerators. The CPU's default program above the limit is the explicit window program, and
+every platform's program gives the same metrics bit for bit."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ STEPS = 12
 AUTO = SimConfig(num_steps=STEPS)
 WINDOW = SimConfig(num_steps=STEPS, neighbours="window", edge_search="own_route")
 LIMIT = search_choice.ACCELERATOR_ALL_PAIRS_AGENTS
+CPU_LIMIT = search_choice.CPU_ALL_PAIRS_AGENTS
 
 
 def _searches(config: SimConfig) -> tuple[str, str]:
@@ -30,12 +32,14 @@ def _searches(config: SimConfig) -> tuple[str, str]:
 @pytest.mark.parametrize(
     ("config", "agents", "platform", "want"),
     [
-        (AUTO, 32, "cpu", ("window", "own_route")),
+        (AUTO, CPU_LIMIT + 1, "cpu", ("window", "own_route")),
+        (AUTO, CPU_LIMIT, "cpu", ("all_pairs", "own_route")),
         (AUTO, 8, "gpu", ("all_pairs", "all_lanes")),
         (AUTO, LIMIT, "tpu", ("all_pairs", "all_lanes")),
         (AUTO, LIMIT + 1, "gpu", ("window", "own_route")),
         (dataclasses.replace(AUTO, neighbours="window"), 8, "gpu", ("window", "own_route")),
-        (dataclasses.replace(AUTO, neighbours="all_pairs"), 128, "cpu", ("all_pairs", "all_lanes")),
+        (dataclasses.replace(AUTO, neighbours="all_pairs"), 128, "cpu", ("all_pairs", "own_route")),
+        (dataclasses.replace(AUTO, neighbours="all_pairs"), 128, "gpu", ("all_pairs", "all_lanes")),
         (dataclasses.replace(AUTO, edge_search="own_route"), 8, "gpu", ("all_pairs", "own_route")),
         (dataclasses.replace(AUTO, neighbours="window_only"), 8, "gpu", ("window_only", "own_route")),
     ],
@@ -55,19 +59,26 @@ def _batch(name: str, agents: int = 16, count: int = 5):
     return pad_and_stack([generate(name, i, cfg).scenario for i in range(count)], num_agents=agents)
 
 
-def test_the_cpu_default_is_the_window_program():
+def test_the_cpu_default_is_the_window_program_above_the_limit():
     batch, policy = _batch("highway"), idm_policy()
     text = lambda config: simulate.lower(batch, policy, config).as_text(debug_info=False)  # noqa: E731
     assert text(AUTO) == text(WINDOW)
     assert text(AUTO) != text(search_choice.resolved(AUTO, 16, "gpu"))
+    small = _batch("highway", agents=CPU_LIMIT)
+    pairs = dataclasses.replace(WINDOW, neighbours="all_pairs")
+    assert simulate.lower(small, policy, AUTO).as_text() == simulate.lower(small, policy, pairs).as_text()
 
 
 @pytest.mark.parametrize("name", ["highway", "merge", "intersection_turns"])
-def test_the_accelerators_search_gives_the_same_metrics(name, assert_bitwise):
-    """The program an accelerator runs by default, run here on the CPU, against the CPU's."""
+def test_every_platforms_search_gives_the_same_metrics(name, assert_bitwise):
+    """The program an accelerator runs by default, and the CPU's at 8 agents, run here on the
+    CPU, against the CPU's window search."""
     batch, policy = _batch(name), idm_policy()
     accelerators = search_choice.resolved(AUTO, 16, "gpu")
     want = jax.device_get(simulate(batch, policy, AUTO))
     got = jax.device_get(simulate(batch, policy, accelerators))
     assert_bitwise(got, want, ("window_overflow",))
     assert not got.window_overflow.any()  # all pairs and every lane's edges prove everything
+    small = _batch(name, agents=CPU_LIMIT)
+    want = jax.device_get(simulate(small, policy, WINDOW))
+    assert_bitwise(jax.device_get(simulate(small, policy, AUTO)), want, ("window_overflow",))

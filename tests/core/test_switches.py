@@ -20,7 +20,7 @@ from drivesim.scenarios.families import family
 from drivesim.scenarios.synthetic import FamilyConfig, generate
 
 STEPS = 12
-CONFIG = SimConfig(num_steps=STEPS)
+CONFIG = SimConfig(num_steps=STEPS, neighbours="window")  # switches are the window search's
 AGENTS = 16
 conditional = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches"))
 
