@@ -16,17 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import (
-    behavior,
-    certificate,
-    interactions,
-    junction,
-    mobil,
-    neighbours,
-    search_choice,
-    signals,
-    switches,
-)
+from drivesim.core import behavior, certificate, interactions, junction, mobil, neighbours, signals, switches
 from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
@@ -42,6 +32,7 @@ from drivesim.core.road import (
     project,
 )
 from drivesim.core.road_users import kind_limits, kind_metrics
+from drivesim.core.search_choice import resolved as platform_searches
 from drivesim.core.step_metrics import EgoBefore, step_info
 from drivesim.core.types import (
     Array,
@@ -456,7 +447,7 @@ def rollout_batch(
     bit-identical to the same scenario in a larger batch (XLA compiles a vmap of size 1
     differently). The configuration's "auto" searches are the platform's
     (core.search_choice)."""
-    config = search_choice.resolved(config, scenarios.num_agents)
+    config = platform_searches(config, scenarios.num_agents)
     batch = scenarios.valid.shape[0]
     if batch == 1:
         twice = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), scenarios)
@@ -480,7 +471,7 @@ simulate = switches.FixedSimulate(rollout_batch)  # jit of rollout_batch, the ba
 def trajectory_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
     """vmap of :func:`rollout_trajectory`; the scenarios not proven exact are simulated again
     with the all-pairs search and every lane's edges (the whole batch, when any)."""
-    config = search_choice.resolved(config, scenarios.num_agents)
+    config = platform_searches(config, scenarios.num_agents)
     zone_on = neighbours.searches_on(scenarios, config)
     traj = jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))
     run = lambda cfg: traj(scenarios, policy, cfg, zone_on)  # noqa: E731
