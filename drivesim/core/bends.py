@@ -25,7 +25,7 @@ import functools
 import jax.numpy as jnp
 
 from drivesim.core import interactions, junction
-from drivesim.core.materialize import materialize
+from drivesim.core.materialize import decided_once, materialize
 from drivesim.core.types import Array, SimConfig
 
 
@@ -47,6 +47,13 @@ def group_capacity(config: SimConfig, agents: int) -> int:
     if cap == "auto":
         cap = max(16, -(-agents // 32) * 8)
     return min(int(cap), agents)
+
+
+def search_rows(most: int) -> int:
+    """Rows of the search for a batch whose scenarios have at most ``most`` agents on bent
+    routes: ``most`` rounded up to an even count, at least 2 (fewer distinct programs; the
+    rows beyond the agents are empty, and every result is the same whatever the rows)."""
+    return max(2, most + most % 2)
 
 
 def _own_leaders(a, proj, z: Array, extra: int) -> tuple[Array, Array, Array, Array]:
@@ -102,6 +109,7 @@ def search(a, proj, window: int, capacity: int) -> junction.ZoneSearch:
     lead = junction.leaders_among(a, proj, z)
     own = _own_leaders(a, proj, z, extra)
     nearer = own[0] < lead[0]
+    nearer = decided_once(nearer)  # read by four selects: one decision for all of them
     ds, lead_slot, lead_speed, lead_length = (jnp.where(nearer, o, w) for o, w in zip(own, lead, strict=True))
     # overlaps of members with every agent more than ``window`` slots away
     col, row = (lambda v: v[:, None]), (lambda v: v[None, :])  # noqa: E731
@@ -121,7 +129,8 @@ def search(a, proj, window: int, capacity: int) -> junction.ZoneSearch:
     apart = jnp.abs(row(slot) - col(z_slot)) > window
     once = ~row(a.bent) | (row(slot) > col(z_slot))  # two members: from the lower slot only
     counted = materialize(hit & col(member) & row(a.valid) & apart & once)  # (C, N), read 4 times
-    by_member = jnp.any(counted, axis=1)
+    # a sum, not any(): XLA merges any() with the store's own or-reduction and tests the boxes again
+    by_member = jnp.sum(counted, axis=1) > 0
     hit_agent = functools.reduce(
         jnp.logical_or, [counted[k] | ((slot == z_slot[k]) & by_member[k]) for k in range(z.shape[0])]
     )  # member by member: elementwise over the agents, no reduction over the members' axis

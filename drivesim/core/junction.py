@@ -28,7 +28,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from drivesim.core import interactions
-from drivesim.core.materialize import materialize
+from drivesim.core.materialize import decided_once, materialize
 from drivesim.core.types import Array, pytree_dataclass
 
 EPS = 0.01  # [m] slack for float32 rounding (conservative side)
@@ -146,6 +146,10 @@ def leaders_among(a, proj, z: Array) -> tuple[Array, Array, Array, Array]:
         return out
 
     lead = jnp.where(best >= 0, take(z_slot).astype(jnp.int32), -1)
+    # the chosen member's distance again from its stored index: the readers of the loop's
+    # best_ds would each run the whole loop once more
+    rx, ry = take(zx) - a.x, take(zy) - a.y
+    best_ds = jnp.where(best >= 0, rx * proj.tx + ry * proj.ty, jnp.inf)
     return best_ds, lead, take(zv), take(zl)
 
 
@@ -201,6 +205,7 @@ def merge(first: ZoneSearch, second: ZoneSearch) -> ZoneSearch:
     """One ZoneSearch from two that searched disjoint sets of pairs: the nearer leader
     candidate (``first``'s on ties), pairs added, hits joined, the smaller partner id."""
     nearer = second.ds < first.ds
+    nearer = decided_once(nearer)  # read by four selects: one decision for all of them
     pick = lambda s, f: jnp.where(nearer, s, f)  # noqa: E731
     p, q = first.partner, second.partner
     return ZoneSearch(

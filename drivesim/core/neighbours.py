@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core import bends, certificate, exact, interactions, junction
-from drivesim.core.materialize import materialize
+from drivesim.core.materialize import decided_once, materialize
 from drivesim.core.road import lane_ok
 from drivesim.core.types import Array, Scenario, SimConfig
 
@@ -61,10 +61,13 @@ def route_layout(scenario: Scenario, config: SimConfig) -> RouteLayout:
 class SearchesOn(NamedTuple):
     """Unbatched () bools: some scenario of the batch has crossing straight routes (the
     junction zone) / agents on bent routes searched directly (core.bends); Python bools
-    where they are fixed when the program is built (core.switches)."""
+    where they are fixed when the program is built (core.switches). bend_rows: the most
+    agents on those routes in any scenario (() int32), a Python int where fixed: the rows
+    of the bent-route search (a scenario with more is flagged and simulated again)."""
 
     zone: Array | bool
     bends: Array | bool
+    bend_rows: Array | int | None = None
 
 
 def needs_zone(crossings: junction.Crossings) -> Array:
@@ -84,7 +87,9 @@ def searches_on(scenarios: Scenario, config: SimConfig) -> SearchesOn | None:
     if config.neighbours == "all_pairs":
         return None
     layout = jax.vmap(lambda one: route_layout(one, config))(scenarios)
-    return SearchesOn(zone=jnp.any(needs_zone(layout.crossings)), bends=needs_bends(layout.on_bent))
+    most = jnp.max(jnp.sum(layout.on_bent.astype(jnp.int32), axis=-1), initial=0)
+    zone = jnp.any(needs_zone(layout.crossings))
+    return SearchesOn(zone=zone, bends=needs_bends(layout.on_bent), bend_rows=most)
 
 
 def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfig, zone_on=None):
@@ -93,7 +98,7 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
 
     zone_on: a SearchesOn of unbatched () bools that skip each search under a real
     conditional when False, or of Python bools that leave it out of the program or inline it
-    (core.switches); None: always search."""
+    (core.switches), its bend_rows an int where fixed; None: always search."""
     if config.neighbours == "all_pairs":
         return None
     n = a.x.shape[0]
@@ -114,6 +119,8 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
 
     zone = gated(None if zone_on is None else zone_on.zone, run)
     bend_cap = bends.capacity(config, n)
+    if zone_on is not None and isinstance(zone_on.bend_rows, int):  # fixed: the batch's most
+        bend_cap = min(bend_cap, zone_on.bend_rows)
     if bend_cap == 0:
         return zone
     run_bends = lambda _: bends.search(a, proj, config.window, bend_cap)  # noqa: E731
@@ -155,6 +162,7 @@ def leader_search(a, proj, axis: Array, config: SimConfig, zone=None) -> tuple[A
     lead = jnp.where(offset != 0, slot + offset, -1)
     if zone is not None:  # the nearer of the window's and the zone's candidates
         nearer = zone.ds < ds
+        nearer = decided_once(nearer)  # read by four selects: one decision for all of them
         ds = jnp.where(nearer, zone.ds, ds)
         speed = jnp.where(nearer, zone.lead_speed, speed)
         length = jnp.where(nearer, zone.lead_length, length)

@@ -9,12 +9,16 @@ constants instead: the searches the batch needs are inlined, the others are left
 program (smaller, and faster to compile). BENCHMARKS.md "Search switches fixed per program".
 
 - ``simulate`` reads them from its batch before building the program (:func:`of_batch`): the
-  same switches as the conditionals', so the same results bit for bit;
-- a synthetic family declares the searches its scenarios may need (``SEARCHES``), used for
-  the id batches the devices generate (drivesim.parallel.generated);
+  same switches as the conditionals', so the same results bit for bit, and the most agents
+  on bent routes of any of its scenarios, which sizes the bent-route search (fewer rows than
+  SimConfig.bend_capacity: the merge family has at most 10 of 32 agents on its ramp);
+- a synthetic family declares the searches its scenarios may need (``SEARCHES``, and
+  optionally ``most_bent(slots)``), used for the id batches the devices generate
+  (drivesim.parallel.generated);
 - a scenario that needs a search its program left out is flagged at reset
-  (``window_overflow``, :func:`unsearched`) and simulated again by the exact fallback, so a
-  wrong declaration costs time, never exactness.
+  (``window_overflow``, :func:`unsearched`; more agents on bent routes than the search's
+  rows: core.bends.search's ``fits``) and simulated again by the exact fallback, so a wrong
+  declaration costs time, never exactness.
 """
 
 from __future__ import annotations
@@ -22,20 +26,24 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from drivesim.core import bends as bends_module
 from drivesim.core import neighbours, search_choice
 from drivesim.core.types import Array, Scenario, SimConfig
 
 _searches_on = jax.jit(neighbours.searches_on, static_argnames="config")
 
 
-def fixed(zone: bool, bends: bool) -> neighbours.SearchesOn:
-    """SearchesOn of Python bools (a static argument of a program)."""
-    return neighbours.SearchesOn(zone=bool(zone), bends=bool(bends))
+def fixed(zone: bool, bends: bool, most_bent: int | None = None) -> neighbours.SearchesOn:
+    """SearchesOn of Python values (a static argument of a program); ``most_bent``: the most
+    agents on bent routes of any scenario, which sizes the bent-route search
+    (core.bends.search_rows; None: SimConfig.bend_capacity's rows)."""
+    rows = None if most_bent is None or not bends else bends_module.search_rows(int(most_bent))
+    return neighbours.SearchesOn(zone=bool(zone), bends=bool(bends), bend_rows=rows)
 
 
 def is_fixed(on) -> bool:
     """Whether ``on`` is a SearchesOn of constants (not traced switches, not None)."""
-    return on is not None and all(isinstance(v, bool) for v in on)
+    return on is not None and isinstance(on.zone, bool) and isinstance(on.bends, bool)
 
 
 def _concrete(tree) -> bool:
@@ -53,7 +61,7 @@ def of_batch(scenarios: Scenario, config: SimConfig) -> neighbours.SearchesOn | 
     if config.neighbours == "all_pairs" or not _concrete(scenarios):
         return None
     on = jax.device_get(_searches_on(scenarios, config))
-    return fixed(on.zone, on.bends)
+    return fixed(on.zone, on.bends, on.bend_rows)
 
 
 def unsearched(crossings, bent: Array, on) -> Array | None:

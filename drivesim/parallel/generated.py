@@ -76,8 +76,12 @@ def materialize(batch):
 
 
 def searches(batch) -> SearchesOn | None:
-    """The search switches an IdBatch's family declares (``SEARCHES``, fixed in its program,
-    core.switches); None for any other batch (decided in each step)."""
+    """The search switches an IdBatch's family declares (``SEARCHES``, and ``most_bent``
+    where it bounds its agents on bent routes; fixed in its program, core.switches); None
+    for any other batch (decided in each step)."""
     if not isinstance(batch, IdBatch):
         return None
-    return switches.fixed(*family(batch.family).SEARCHES)
+    module = family(batch.family)
+    most_bent = getattr(module, "most_bent", None)
+    zone, bends = module.SEARCHES
+    return switches.fixed(zone, bends, None if most_bent is None else most_bent(batch.size_class))

@@ -1,7 +1,8 @@
 """Search switches fixed when a program is built (drivesim.core.switches): the same metrics
 bit for bit as the per-step conditionals, two conditionals fewer in the program; a search a
 scenario needs but its program leaves out sends it to the exact fallback; every synthetic
-family declares each search its scenarios need."""
+family declares each search its scenarios need, and the bent-route search sized by the batch
+sends a scenario with more agents on bent routes than its rows to the fallback."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-from drivesim.core import neighbours, switches
+from drivesim.core import bends, neighbours, switches
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import rollout_batch, simulate
 from drivesim.core.types import SimConfig
@@ -42,7 +43,9 @@ def test_fixed_switches_equal_the_conditionals(name, assert_bitwise):
     want, got = per_step(batch, policy), fixed(batch, policy)
     assert_bitwise(jax.device_get(got), jax.device_get(want))
     assert _conditionals(fixed) == _conditionals(per_step) - 2  # the zone's and the bent routes'
-    assert switches.of_batch(batch, CONFIG) == switches.fixed(*family(name).SEARCHES)
+    on = switches.of_batch(batch, CONFIG)
+    assert (on.zone, on.bends) == family(name).SEARCHES
+    assert isinstance(on.bend_rows, int) and 2 <= on.bend_rows < AGENTS  # sized by the batch
 
 
 def test_a_search_left_out_sends_the_scenario_to_the_exact_fallback(assert_bitwise):
@@ -51,6 +54,18 @@ def test_a_search_left_out_sends_the_scenario_to_the_exact_fallback(assert_bitwi
     got = jax.device_get(conditional(batch, policy, config=CONFIG, searches=switches.fixed(False, False)))
     assert not np.asarray(want.window_overflow).any()
     assert np.asarray(got.window_overflow).all()  # every turning scenario needs both searches
+    assert_bitwise(got, want, skip=("window_overflow",))
+
+
+def test_more_bent_agents_than_the_search_has_rows_go_to_the_exact_fallback(assert_bitwise):
+    batch, policy = _batch("merge"), idm_policy()
+    want = jax.device_get(simulate(batch, policy, CONFIG))
+    narrow = switches.fixed(False, True, most_bent=2)
+    got = jax.device_get(conditional(batch, policy, config=CONFIG, searches=narrow))
+    ramp = np.asarray(jax.vmap(lambda one: neighbours.route_layout(one, CONFIG))(batch).on_bent).sum(axis=1)
+    assert not np.asarray(want.window_overflow).any()
+    np.testing.assert_array_equal(np.asarray(got.window_overflow), ramp > 2)
+    assert (ramp > 2).any() and (ramp <= 2).any()
     assert_bitwise(got, want, skip=("window_overflow",))
 
 
@@ -75,3 +90,6 @@ def test_every_family_declares_the_searches_its_scenarios_need(name):
         need = switches.of_batch(batch, CONFIG)
         assert need is not None
         assert (need.zone <= declared[0]) and (need.bends <= declared[1]), (agents, need)
+        most_bent = getattr(family(name), "most_bent", None)
+        if need.bends and most_bent is not None:  # the declared bound covers the batch
+            assert need.bend_rows <= bends.search_rows(most_bent(agents)), (agents, need)

@@ -2,7 +2,9 @@
 
 Each family is a module with ``NAME``, ``LOG_UNIFORM`` (how its agent count is drawn),
 ``POINTS`` (points per lane polyline before padding), ``SEARCHES`` (whether its batches may need
-the junction-zone and the bent-route searches, core.switches), optionally ``REFUSED_OPTIONS`` (FamilyConfig
+the junction-zone and the bent-route searches, core.switches), optionally ``most_bent(slots)``
+(the most agents on bent routes in a scenario of that size: the rows of the bent-route
+search), optionally ``REFUSED_OPTIONS`` (FamilyConfig
 flags it cannot honour -> why) and ``build(seed, scenario_id, cfg,
 size) -> Scenario`` (one scenario padded to ``size`` agent slots, ``common.LANES`` lanes, or
 16 route slots for intersection_turns and intersection with pedestrians, and ``common.POINTS``

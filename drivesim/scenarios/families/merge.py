@@ -9,6 +9,8 @@ start far enough back to stop there at IDM's comfortable deceleration. Main-road
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 
 from drivesim.core.types import AgentState, Scenario
@@ -18,6 +20,17 @@ NAME = "merge"
 LOG_UNIFORM = True
 POINTS = 4
 SEARCHES = (False, True)  # (junction zone, bent routes) its batches may need (core.switches)
+
+
+SHARE = (0.12, 0.3)  # range of the ramp agents' share of the agents
+MOST_ON_RAMP = 24
+
+
+def most_bent(slots: int) -> int:
+    """The most agents on the ramp (the family's one bent route) in a scenario of ``slots``
+    agent slots: round(n x share) with n <= slots and share < SHARE[1], at most
+    MOST_ON_RAMP (core.switches: sizes the bent-route search of its id batches)."""
+    return max(1, min(MOST_ON_RAMP, slots - 1, math.floor(SHARE[1] * slots + 0.5)))
 
 
 RAMP_MARGIN = 10.0  # m of mapped ramp behind the last ramp agent's rear
@@ -57,8 +70,8 @@ def build(seed, scenario_id, cfg: c.FamilyConfig, size: int) -> Scenario:
     d = c.Draws(key, size)
     slot = jnp.arange(size)
     w = d.s(2, 3.4, 3.8)
-    share = d.s(3, 0.12, 0.3)
-    n_ramp = jnp.clip(jnp.round(n * share).astype(jnp.int32), 1, jnp.minimum(24, n - 1))
+    share = d.s(3, *SHARE)
+    n_ramp = jnp.clip(jnp.round(n * share).astype(jnp.int32), 1, jnp.minimum(MOST_ON_RAMP, n - 1))
     n_main = n - n_ramp
     lanes = jnp.minimum(4, jnp.maximum(d.si(4, 1, 4), (n_main + 39) // 40))
     main = slot < n_main
