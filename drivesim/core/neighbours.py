@@ -121,10 +121,18 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
     bend_cap = bends.capacity(config, n)
     if zone_on is not None and isinstance(zone_on.bend_rows, int):  # fixed: the batch's most
         bend_cap = min(bend_cap, zone_on.bend_rows)
-    if bend_cap == 0:
+    if bend_cap == 0 or (zone_on is not None and zone_on.bends is False):  # no bent-route search
         return zone
     run_bends = lambda _: bends.search(a, proj, config.window, bend_cap)  # noqa: E731
     return junction.merge(zone, gated(None if zone_on is None else zone_on.bends, run_bends))
+
+
+def leader_zone(zone, zone_on):
+    """``zone`` for :func:`leader_search`; None where the program holds neither direct search
+    (``zone_on`` fixed, both False): no candidate to compare, no decision to store."""
+    if zone_on is not None and zone_on.zone is False and zone_on.bends is False:
+        return None
+    return zone
 
 
 def zone_capacity(config: SimConfig, agents: int) -> int:

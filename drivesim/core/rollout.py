@@ -361,7 +361,7 @@ def advance(
             agents = end_of_route(agents, proj)
     with jax.named_scope("leaders"):
         zone = neighbours.zone_search(agents, proj, state.crossings, state.reach, config, zone_on)
-        leaders = _leader_state(agents, proj, scenario, config, zone)
+        leaders = _leader_state(agents, proj, scenario, config, neighbours.leader_zone(zone, zone_on))
         bounds = dict(reach=state.reach, cross_sep=state.cross_sep, zone=zone)
         certified = _certified(agents, proj, leaders["lead_gap"], scenario, config, **bounds)
     with jax.named_scope("metrics"):
