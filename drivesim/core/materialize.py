@@ -9,6 +9,11 @@ value through an identity reduction (the value and a neutral row, reduced over t
 a maximum against -inf (the type's lowest integer) keeps -0.0 and NaN, and booleans are
 or-ed with False. Where the engine stores values this way, and what it gained: BENCHMARKS.md
 "Stored once".
+
+One reader defeats it: a reduction of the stored value with the same operation (``any`` of a
+stored bool, ``max`` of a stored float). XLA's simplifier merges the two reductions into one
+over the unstored value, and that fusion computes the value again; such readers reduce with
+another operation (a count, core.bends).
 """
 
 from __future__ import annotations
