@@ -26,8 +26,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import bends as bends_module
 from drivesim.core import neighbours, search_choice
+from drivesim.core.bends import search_rows
 from drivesim.core.types import Array, Scenario, SimConfig
 
 _searches_on = jax.jit(neighbours.searches_on, static_argnames="config")
@@ -37,7 +37,7 @@ def fixed(zone: bool, bends: bool, most_bent: int | None = None) -> neighbours.S
     """SearchesOn of Python values (a static argument of a program); ``most_bent``: the most
     agents on bent routes of any scenario, which sizes the bent-route search
     (core.bends.search_rows; None: SimConfig.bend_capacity's rows)."""
-    rows = None if most_bent is None or not bends else bends_module.search_rows(int(most_bent))
+    rows = None if most_bent is None or not bends else search_rows(int(most_bent))
     return neighbours.SearchesOn(zone=bool(zone), bends=bool(bends), bend_rows=rows)
 
 
