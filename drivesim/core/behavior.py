@@ -19,10 +19,21 @@ def idm_acceleration(speed: Array, gap: Array, approach: Array, p: IDMParams) ->
     speed v, gap s (bumper-to-bumper, +inf without leader), approach dv = v - v_leader;
     all broadcastable arrays. Returns the unclipped acceleration.
     """
-    free = jnp.power(speed / p.v0, p.delta)
+    free = free_road_term(speed / p.v0, p.delta)
     s_star = p.s0 + jnp.maximum(0.0, speed * p.T + speed * approach / (2.0 * jnp.sqrt(p.a * p.b)))
     interaction = jnp.square(s_star / gap)
     return p.a * (1.0 - free - interaction)
+
+
+def free_road_term(ratio: Array, delta: Array) -> Array:
+    """(v/v0)^delta: squared twice for delta = 4 (the default of every source), else
+    exp(delta ln |ratio|) (|v|: a negative input speed gives a finite term, where a float
+    power gives NaN for a non-integer delta). XLA:CPU evaluates a float power one element at
+    a time through the C library (6.8 ns an element on vm3, 7% of a W32 step); these are
+    vector instructions. Relative error against float64 for ratios in [1e-3, 1.3]: 1.7e-7
+    at delta = 4, at most 1.9e-6 at 1, 2 and 3.5 (the power's: 6e-8)."""
+    square = ratio * ratio
+    return jnp.where(delta == 4.0, square * square, jnp.exp(delta * jnp.log(jnp.abs(ratio))))
 
 
 def follow_acceleration(speed: Array, gap: Array, leader_speed: Array, p: IDMParams) -> Array:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivesim.core.behavior import MIN_GAP, follow_acceleration, idm_acceleration
+from drivesim.core.behavior import MIN_GAP, follow_acceleration, free_road_term, idm_acceleration
 from drivesim.core.types import IDMParams
 
 
@@ -83,3 +83,13 @@ def test_idm_known_values():
     s_e = (2.0 + 20.0 * 1.5) / np.sqrt(1.0 - (20.0 / 30.0) ** 4)
     assert abs(float(idm_acceleration(v, np.float32(s_e), np.float32(0.0), p))) < 1e-5
     assert float(idm_acceleration(np.float32(0.0), np.float32(np.inf), np.float32(0.0), p)) == 1.0
+
+
+def test_free_road_term_against_float64_power():
+    ratio = np.linspace(1e-3, 1.3, 20001).astype(np.float32)
+    for delta, bound in ((4.0, 3e-7), (1.0, 2e-6), (2.0, 2e-6), (3.5, 2e-6)):
+        got = np.asarray(free_road_term(ratio, np.float32(delta)), np.float64)
+        want = ratio.astype(np.float64) ** delta
+        assert np.max(np.abs(got - want) / want) < bound, delta
+    at_rest = np.asarray(free_road_term(np.float32([0.0, -0.5]), np.float32([3.5, 3.5])))
+    assert at_rest[0] == 0.0 and np.isfinite(at_rest[1])

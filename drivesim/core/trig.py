@@ -1,0 +1,37 @@
+"""Sine and cosine as vectorised polynomials.
+
+XLA:CPU evaluates ``jnp.sin`` and ``jnp.cos`` one element at a time through the C library
+(about 6 ns an element on vm3; each took 4% of a W32 step), while multiplies and adds run
+as vector instructions. :func:`sin_cos` reduces the angle by pi / 2 in three parts
+(Cody and Waite) and evaluates the minimax polynomials of Cephes' ``sinf`` / ``cosf`` on
+[-pi/4, pi/4]; both come from one reduction. Measured against float64 NumPy on 4 million
+angles in [-1000, 1000] rad: at most 7.7e-8 absolute error (the C library's float32 results:
+3.3e-8), ten times faster (BENCHMARKS.md "Vectorised sine, cosine and IDM power"). The
+reduction stays accurate while k * PIO2[1] is exact, |x| < 6,000 rad; a heading
+accumulates its turns, and no route turns that often. NaN and +-inf give NaN.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from drivesim.core.types import Array
+
+PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)  # pi / 2 in three parts
+_TWO_OVER_PI = np.float32(2.0 / np.pi)
+_SIN = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
+_COS = (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2)
+
+
+def sin_cos(x: Array) -> tuple[Array, Array]:
+    """(sin x, cos x) of float32 angles x (...) [rad]; see the module for the accuracy."""
+    k = jnp.round(x * _TWO_OVER_PI)
+    r = ((x - k * PIO2[0]) - k * PIO2[1]) - k * PIO2[2]  # in [-pi/4, pi/4]
+    z = r * r
+    s = ((_SIN[0] * z + _SIN[1]) * z + _SIN[2]) * z * r + r
+    c = ((_COS[0] * z + _COS[1]) * z + _COS[2]) * z * z - 0.5 * z + 1.0
+    quadrant = k.astype(jnp.int32) & 3
+    sin = jnp.where(quadrant == 0, s, jnp.where(quadrant == 1, c, jnp.where(quadrant == 2, -s, -c)))
+    cos = jnp.where(quadrant == 0, c, jnp.where(quadrant == 1, -s, jnp.where(quadrant == 2, -c, s)))
+    return sin, cos
