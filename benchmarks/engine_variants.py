@@ -21,6 +21,9 @@ scenarios `drivesim bench engine` times) and compiles ``simulate`` as:
   still proven, a scenario with too many agents near an edge simulated again);
 - ``chunk_16`` / ``chunk_256``: ``window`` with the exact fallback in chunks of 16 / 256
   scenarios;
+- ``libm``: the default with ``drivesim.core.trig.VECTORISED = False`` (sine, cosine and the
+  IDM's free-road power from ``jnp.sin``, ``jnp.cos`` and ``jnp.power``: one element at a time
+  through the C library on XLA:CPU);
 - ``per_step_switches``: ``window`` with the junction-zone and bent-route searches switched in
   every step under a real conditional (on a GPU each reads its predicate back to the host), as
   before the engine fixed the batch's switches when it builds the program (core.switches).
@@ -47,18 +50,20 @@ import jax
 import numpy as np
 
 from drivesim.bench.workloads import Workload, make_batch
-from drivesim.core import fallback, materialize, switches
+from drivesim.core import fallback, materialize, switches, trig
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import rollout_batch
 from drivesim.core.types import SimConfig
 
 
-def _lower(batch, config: SimConfig, store: bool = True, chunk: int | None = None, per_step=False):
+def _lower(
+    batch, config: SimConfig, store: bool = True, chunk: int | None = None, per_step=False, libm=False
+):
     """``rollout_batch`` of ``config`` lowered for ``batch`` under the given switches, with the
     batch's search switches fixed as ``simulate`` does (per_step: decided in each step).
     The switches are read while tracing, so lowering is serial; compiling is not."""
-    saved = materialize.STORE, fallback.CPU_CHUNK, fallback.ACCELERATOR_CHUNK
-    materialize.STORE = store
+    saved = materialize.STORE, fallback.CPU_CHUNK, fallback.ACCELERATOR_CHUNK, trig.VECTORISED
+    materialize.STORE, trig.VECTORISED = store, not libm
     if chunk is not None:
         fallback.CPU_CHUNK = fallback.ACCELERATOR_CHUNK = chunk
     searches = None if per_step else switches.of_batch(batch, config)
@@ -67,7 +72,7 @@ def _lower(batch, config: SimConfig, store: bool = True, chunk: int | None = Non
             batch, idm_policy()
         )
     finally:
-        materialize.STORE, fallback.CPU_CHUNK, fallback.ACCELERATOR_CHUNK = saved
+        materialize.STORE, fallback.CPU_CHUNK, fallback.ACCELERATOR_CHUNK, trig.VECTORISED = saved
 
 
 VARIANTS = (
@@ -80,6 +85,7 @@ VARIANTS = (
     "chunk_16",
     "chunk_256",
     "per_step_switches",
+    "libm",
 )
 
 
@@ -91,9 +97,11 @@ def variants(batch, steps: int, names=VARIANTS) -> dict[str, Callable]:
         "window_only": dataclasses.replace(window, neighbours="window_only"),
         "all_pairs": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="all_lanes"),
         "all_pairs_own_route": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="own_route"),
+        "libm": SimConfig(num_steps=steps),
     }
     options = {"no_store": {"store": False}, "chunk_16": {"chunk": 16}, "chunk_256": {"chunk": 256}}
     options["per_step_switches"] = {"per_step": True}
+    options["libm"] = {"libm": True}
     chosen = ["default"] + [n for n in names if n != "default"]
     lowered = {n: _lower(batch, config.get(n, window), **options.get(n, {})) for n in chosen}
     with ThreadPoolExecutor(max_workers=len(lowered)) as pool:

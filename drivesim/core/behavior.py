@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from drivesim.core import trig
 from drivesim.core.types import Array, IDMParams, MLPParams, SimConfig
 
 MIN_GAP = 0.01  # [m] gaps below this are treated as this (keeps the IDM finite)
@@ -32,6 +33,8 @@ def free_road_term(ratio: Array, delta: Array) -> Array:
     a time through the C library (6.8 ns an element on vm3, 7% of a W32 step); these are
     vector instructions. Relative error against float64 for ratios in [1e-3, 1.3]: 1.7e-7
     at delta = 4, at most 1.9e-6 at 1, 2 and 3.5 (the power's: 6e-8)."""
+    if not trig.VECTORISED:
+        return jnp.power(ratio, delta)
     square = ratio * ratio
     return jnp.where(delta == 4.0, square * square, jnp.exp(delta * jnp.log(jnp.abs(ratio))))
 
