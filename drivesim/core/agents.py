@@ -10,7 +10,6 @@ from typing import overload
 
 import jax.numpy as jnp
 
-from drivesim.core.materialize import decided_once
 from drivesim.core.road import RouteSegments
 from drivesim.core.trig import sin_cos
 from drivesim.core.types import Array, IDMParams, pytree_dataclass
@@ -126,9 +125,7 @@ class SortedAgents:
 
 def dyn_fields(x, y, heading, speed, accel, valid) -> dict:
     """The dynamic SortedAgents fields (each (N,)), cos/sin of the heading included."""
-    # stored once: a cheap polynomial fused into each reader could differ between them by
-    # FMA contraction (core.materialize.decided_once)
-    sin_h, cos_h = decided_once(sin_cos(heading))
+    sin_h, cos_h = sin_cos(heading)
     return dict(
         x=x,
         y=y,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from drivesim.core.materialize import decided_once
 from drivesim.core.types import Array
 
 PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)  # pi / 2 in three parts
@@ -41,4 +42,6 @@ def sin_cos(x: Array) -> tuple[Array, Array]:
     quadrant = k.astype(jnp.int32) & 3
     sin = jnp.where(quadrant == 0, s, jnp.where(quadrant == 1, c, jnp.where(quadrant == 2, -s, -c)))
     cos = jnp.where(quadrant == 0, c, jnp.where(quadrant == 1, -s, jnp.where(quadrant == 2, -c, s)))
-    return sin, cos
+    # stored once: a cheap polynomial fused into each reader could differ between them by
+    # FMA contraction (core.materialize.decided_once)
+    return decided_once((sin, cos))
