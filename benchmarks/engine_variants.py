@@ -92,16 +92,21 @@ VARIANTS = (
 def variants(batch, steps: int, names=VARIANTS) -> dict[str, Callable]:
     """The compiled variants of ``names`` (see the module), ``default`` first."""
     window = SimConfig(num_steps=steps, neighbours="window", edge_search="own_route")
+    default = SimConfig(num_steps=steps)
     config = {
-        "default": SimConfig(num_steps=steps),
+        "default": default,
         "window_only": dataclasses.replace(window, neighbours="window_only"),
         "all_pairs": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="all_lanes"),
         "all_pairs_own_route": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="own_route"),
-        "libm": SimConfig(num_steps=steps),
+        "libm": default,
     }
-    options = {"no_store": {"store": False}, "chunk_16": {"chunk": 16}, "chunk_256": {"chunk": 256}}
-    options["per_step_switches"] = {"per_step": True}
-    options["libm"] = {"libm": True}
+    options = {
+        "no_store": {"store": False},
+        "chunk_16": {"chunk": 16},
+        "chunk_256": {"chunk": 256},
+        "per_step_switches": {"per_step": True},
+        "libm": {"libm": True},
+    }
     chosen = ["default"] + [n for n in names if n != "default"]
     lowered = {n: _lower(batch, config.get(n, window), **options.get(n, {})) for n in chosen}
     with ThreadPoolExecutor(max_workers=len(lowered)) as pool:
