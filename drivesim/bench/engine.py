@@ -6,6 +6,7 @@ measured apart; warm-up calls are excluded; rates are summarised over the repeat
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import sys
 from collections.abc import Callable
@@ -71,17 +72,20 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
             "times_s": list(timing.times),
             "warmup": config.harness.warmup,
             "visible_devices": visible,
-            "search": search_name(wl, devices[0].platform),
+            "search": search_name(wl, devices[0].platform, host.num_road_segments),
         },
     )
 
 
-def search_name(wl: Workload, platform: str | None = None) -> str:
+def search_name(wl: Workload, platform: str | None = None, road_segments: int | None = None) -> str:
     """The neighbour and road-edge searches ``wl``'s defaults take on ``platform`` (None: JAX's
-    default backend), e.g. "window/own_route" (core.search_choice)."""
+    default backend), e.g. "window/own_route" (core.search_choice); ``road_segments``: its
+    batch's (None: a one-scenario batch of it is built)."""
     from drivesim.core.search_choice import resolved
 
-    config = resolved(sim_config(wl), wl.agents, platform)
+    if road_segments is None:
+        road_segments = make_batch(dataclasses.replace(wl, scenarios=1, first_id=0)).num_road_segments
+    config = resolved(sim_config(wl), wl.agents, platform, road_segments)
     return f"{config.neighbours}/{config.edge_search}"
 
 

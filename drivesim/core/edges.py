@@ -28,7 +28,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import road
+from drivesim.core import junction, road
 from drivesim.core.materialize import materialize
 from drivesim.core.observation import ego_values
 from drivesim.core.types import Array, RoadMap, SimConfig
@@ -46,9 +46,21 @@ class EdgeSearch(NamedTuple):
     fits: Array
 
 
-def capacity(agents: int) -> int:
-    """Agents measured against every lane per step, besides the ego, for ``agents`` slots."""
-    return min(agents, 2)
+# Agents near their corridor's edge measured against every lane per step, by platform. On the
+# CPU a step costs its work, and at most one agent per step was near (above). On an
+# accelerator (where the own-route search runs only on roads of many segments,
+# core.search_choice) a fallback chunk is a whole serial rollout: with 2, 3 of 4096
+# turning-intersection scenarios fell back on an H200, with 4 none (BENCHMARKS.md "GPU: road
+# edges by own route").
+CPU_CAPACITY = 2
+ACCELERATOR_CAPACITY = 4
+
+
+def capacity(agents: int, platform: str | None = None) -> int:
+    """Agents measured against every lane per step, besides the ego, for ``agents`` slots
+    on ``platform`` (None: JAX's default backend)."""
+    cap = CPU_CAPACITY if (platform or jax.default_backend()) == "cpu" else ACCELERATOR_CAPACITY
+    return min(agents, cap)
 
 
 def own_depth(a) -> Array:
@@ -97,19 +109,29 @@ def _own_route(a, rd: RoadMap) -> tuple[Array, Array]:
     n = a.x.shape[0]
     cap = capacity(n)
     near = materialize(a.valid & ~a.is_ego & (own_depth(a) < MARGIN))  # read cap + 1 times
-    index = jnp.arange(n)
-    # the k-th near agent's slot (n: none), one minimum each (a cumulative sum is a slow
-    # reduce-window on XLA:CPU)
-    slots: list[Array] = []
-    for _ in range(cap):
-        after = index > slots[-1] if slots else True
-        slots.append(jnp.min(jnp.where(near & after, index, n)))
-    slot = jnp.stack(slots) if slots else jnp.zeros(0, jnp.int32)  # (cap,)
+    slot = _near_slots(near, cap)
     picked = jnp.minimum(slot, n - 1)
     edge = _box_edges([v[picked] for v in _box_rows(a)], rd)
     off_member = (slot < n) & (edge < 0.0)
     off = jnp.any((picked[:, None] == jnp.arange(n)[None, :]) & off_member[:, None], axis=0)
     return off, jnp.sum(near.astype(jnp.int32)) <= cap
+
+
+def _near_slots(near: Array, cap: int) -> Array:
+    """(cap,) int32 sorted slots of the first ``cap`` agents with ``near`` (N,) bool, in slot
+    order (N: none). Up to 2, one minimum each (a cumulative sum is a slow reduce-window on
+    XLA:CPU); above, in one pass (core.junction.members: one kernel on an accelerator, where
+    each minimum would be a kernel of its own)."""
+    n = near.shape[0]
+    if cap > 2:
+        members, _ = junction.members(near, cap)
+        return jnp.where(members < 0, n, members)
+    index = jnp.arange(n)
+    slots: list[Array] = []
+    for _ in range(cap):
+        after = index > slots[-1] if slots else True
+        slots.append(jnp.min(jnp.where(near & after, index, n)))
+    return jnp.stack(slots) if slots else jnp.zeros(0, jnp.int32)
 
 
 def search(a, rd: RoadMap, config: SimConfig, full_edges: Array | bool | None = None) -> EdgeSearch:

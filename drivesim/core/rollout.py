@@ -32,7 +32,7 @@ from drivesim.core.road import (
     project,
 )
 from drivesim.core.road_users import kind_limits, kind_metrics
-from drivesim.core.search_choice import resolved as platform_searches
+from drivesim.core.search_choice import of_scenarios as platform_searches
 from drivesim.core.step_metrics import EgoBefore, step_info
 from drivesim.core.types import (
     Array,
@@ -447,7 +447,7 @@ def rollout_batch(
     bit-identical to the same scenario in a larger batch (XLA compiles a vmap of size 1
     differently). The configuration's "auto" searches are the platform's
     (core.search_choice)."""
-    config = platform_searches(config, scenarios.num_agents)
+    config = platform_searches(config, scenarios)
     batch = scenarios.valid.shape[0]
     if batch == 1:
         twice = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), scenarios)
@@ -471,7 +471,7 @@ simulate = switches.FixedSimulate(rollout_batch)  # jit of rollout_batch, the ba
 def trajectory_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
     """vmap of :func:`rollout_trajectory`; the scenarios not proven exact are simulated again
     with the all-pairs search and every lane's edges (the whole batch, when any)."""
-    config = platform_searches(config, scenarios.num_agents)
+    config = platform_searches(config, scenarios)
     zone_on = neighbours.searches_on(scenarios, config)
     traj = jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))
     run = lambda cfg: traj(scenarios, policy, cfg, zone_on)  # noqa: E731

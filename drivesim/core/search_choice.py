@@ -35,6 +35,13 @@ from drivesim.core.types import SimConfig
 # synthetic families (BENCHMARKS.md, "The platform's searches on the CPU").
 CPU_ALL_PAIRS_AGENTS = 8
 ACCELERATOR_ALL_PAIRS_AGENTS = 32
+# Most road segments (lane slots x segments per lane) for which an accelerator's all-pairs
+# path measures every corner against every lane; above, each corner against its own route
+# (core.edges). On an H200 at 32 agents, every lane was 1.36x faster on merge (8 lanes of 3
+# segments, where the own-route search flagged 12 of 4096 scenarios for the fallback), and
+# the own-route search 1.13x faster on the turning intersection (16 routes of 7 segments;
+# BENCHMARKS.md "GPU: road edges by own route").
+ACCELERATOR_ALL_LANES_SEGMENTS = 32
 
 
 def _on_cpu(platform: str | None) -> bool:
@@ -51,17 +58,26 @@ def neighbour_search(config: SimConfig, agents: int, platform: str | None = None
     return "all_pairs" if agents <= limit else "window"
 
 
-def resolved(config: SimConfig, agents: int, platform: str | None = None) -> SimConfig:
+def resolved(
+    config: SimConfig, agents: int, platform: str | None = None, road_segments: int = 1
+) -> SimConfig:
     """``config`` with "auto" searches replaced by the platform's: :func:`neighbour_search`;
-    on an accelerator every lane's road edges where the neighbours come from all pairs
-    (nothing is left to prove, so no fallback runs), each corner against its own route
-    elsewhere (on the CPU every lane's edges cost more than the own-route search and its
-    rare fallback)."""
+    on an accelerator every lane's road edges where the neighbours come from all pairs and
+    the road has at most ACCELERATOR_ALL_LANES_SEGMENTS ``road_segments`` (lane slots x
+    segments per lane; nothing is left to prove, so no fallback runs), each corner against
+    its own route elsewhere (on the CPU every lane's edges cost more than the own-route
+    search and its rare fallback)."""
     found = neighbour_search(config, agents, platform)
     edge_search = config.edge_search
     if edge_search == "auto":
-        every_lane = found == "all_pairs" and not _on_cpu(platform)
+        few = road_segments <= ACCELERATOR_ALL_LANES_SEGMENTS
+        every_lane = found == "all_pairs" and few and not _on_cpu(platform)
         edge_search = "all_lanes" if every_lane else "own_route"
     if (found, edge_search) == (config.neighbours, config.edge_search):
         return config
     return dataclasses.replace(config, neighbours=found, edge_search=edge_search)
+
+
+def of_scenarios(config: SimConfig, scenarios) -> SimConfig:
+    """:func:`resolved` for a batch of Scenarios on JAX's default backend."""
+    return resolved(config, scenarios.num_agents, road_segments=scenarios.num_road_segments)

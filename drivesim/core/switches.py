@@ -57,7 +57,7 @@ def of_batch(scenarios: Scenario, config: SimConfig) -> neighbours.SearchesOn | 
     """The switches of a batch (leading axis B) as constants; None for a batch without data
     (traced inside another program, or shapes only) and on the all-pairs path. Runs a small
     program and waits for it."""
-    config = search_choice.resolved(config, scenarios.num_agents)
+    config = search_choice.of_scenarios(config, scenarios)
     if config.neighbours == "all_pairs" or not _concrete(scenarios):
         return None
     on = jax.device_get(_searches_on(scenarios, config))

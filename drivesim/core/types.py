@@ -195,6 +195,12 @@ class Scenario:
         """Agent slots N (padding included)."""
         return self.agents.x.shape[-1]
 
+    @property
+    def num_road_segments(self) -> int:
+        """Lane slots L times segments per lane P - 1 (padding included)."""
+        lanes, points = self.road.centers.shape[-3:-1]
+        return lanes * (points - 1)
+
 
 @pytree_dataclass
 class RolloutMetrics:

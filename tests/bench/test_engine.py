@@ -29,6 +29,7 @@ def test_run_engine_record():
     assert record.extra["search"] == "all_pairs/own_route"  # the CPU's at 8 agents (core.search_choice)
     assert search_name(Workload(16, 32, 5)) == "window/own_route"
     assert search_name(Workload(16, 8, 5), "gpu") == "all_pairs/all_lanes"
+    assert search_name(Workload(16, 8, 5, "intersection_turns"), "gpu") == "all_pairs/own_route"
     s, a = record.scenarios_per_s, record.agent_steps_per_s
     assert s["n"] == 3 and s["p5"] <= s["median"] <= s["p95"]
     assert a["median"] == pytest.approx(s["median"] * 8 * 5)

@@ -1,8 +1,9 @@
 """The platform's searches (drivesim.core.search_choice): "auto" is all pairs up to
 CPU_ALL_PAIRS_AGENTS agents and the window search above, each corner against its own route, on
-the CPU; all pairs with every lane's edges up to ACCELERATOR_ALL_PAIRS_AGENTS agents on
-accelerators. The CPU's default program above the limit is the explicit window program, and
-every platform's program gives the same metrics bit for bit."""
+the CPU; all pairs up to ACCELERATOR_ALL_PAIRS_AGENTS agents on accelerators, with every lane's
+edges on roads of up to ACCELERATOR_ALL_LANES_SEGMENTS segments. The CPU's default program
+above the limit is the explicit window program, and every platform's program gives the same
+metrics bit for bit."""
 
 from __future__ import annotations
 
@@ -48,6 +49,22 @@ def test_auto_is_the_platforms_search(config, agents, platform, want):
     assert _searches(search_choice.resolved(config, agents, platform)) == want
 
 
+@pytest.mark.parametrize(
+    ("segments", "platform", "want"),
+    [
+        (search_choice.ACCELERATOR_ALL_LANES_SEGMENTS, "gpu", "all_lanes"),
+        (search_choice.ACCELERATOR_ALL_LANES_SEGMENTS + 1, "gpu", "own_route"),
+        (16 * 7, "cpu", "own_route"),
+    ],
+)
+def test_roads_of_many_segments_take_their_own_routes(segments, platform, want):
+    config = search_choice.resolved(AUTO, CPU_LIMIT, platform, road_segments=segments)
+    assert _searches(config) == ("all_pairs", want)
+    turns = _batch("intersection_turns", count=2)
+    assert turns.num_road_segments == 16 * 7  # route slots x segments of their 8 points
+    assert _searches(search_choice.of_scenarios(AUTO, turns)) == ("window", "own_route")  # this CPU
+
+
 def test_named_searches_are_left_as_they_are():
     assert search_choice.resolved(WINDOW, 8, "gpu") is WINDOW
     with pytest.raises(ValueError, match="SimConfig.neighbours: expected auto"):
@@ -74,11 +91,11 @@ def test_every_platforms_search_gives_the_same_metrics(name, assert_bitwise):
     """The program an accelerator runs by default, and the CPU's at 8 agents, run here on the
     CPU, against the CPU's window search."""
     batch, policy = _batch(name), idm_policy()
-    accelerators = search_choice.resolved(AUTO, 16, "gpu")
+    accelerators = search_choice.resolved(AUTO, 16, "gpu", road_segments=batch.num_road_segments)
     want = jax.device_get(simulate(batch, policy, AUTO))
     got = jax.device_get(simulate(batch, policy, accelerators))
     assert_bitwise(got, want, ("window_overflow",))
-    assert not got.window_overflow.any()  # all pairs and every lane's edges prove everything
+    assert not got.window_overflow.any()  # all pairs prove the neighbours, no step crowded an edge
     small = _batch(name, agents=CPU_LIMIT)
     want = jax.device_get(simulate(small, policy, WINDOW))
     assert_bitwise(jax.device_get(simulate(small, policy, AUTO)), want, ("window_overflow",))

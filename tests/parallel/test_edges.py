@@ -92,6 +92,27 @@ def test_no_capacity_reruns_every_scenario_near_an_edge(drifting, fma_free, asse
     assert sorted(np.flatnonzero(got.window_overflow)) == [0, 2, 5]
 
 
+def test_the_accelerators_capacity_on_the_cpu(drifting, fma_free, assert_bitwise, monkeypatch):
+    """The program an accelerator runs on roads of many segments (all pairs, own routes, up to
+    ACCELERATOR_CAPACITY near agents picked in one pass), traced here on the CPU."""
+    monkeypatch.setattr(edges, "CPU_CAPACITY", edges.ACCELERATOR_CAPACITY)
+    assert edges.capacity(16, "cpu") == edges.capacity(16, "gpu") == 4
+    config = dataclasses.replace(OWN, num_steps=STEPS - 2, neighbours="all_pairs")  # traced with the patch
+    got = _host(simulate(drifting, idm_policy(), config))
+    want = _host(simulate(drifting, idm_policy(), dataclasses.replace(config, edge_search="all_lanes")))
+    assert_bitwise(got, want, SKIP)
+    assert sorted(np.flatnonzero(got.window_overflow)) == [0, 5]
+
+
+@pytest.mark.parametrize("cap", [0, 1, 2, 3, 4, 7])
+def test_near_slots_are_the_first_near_agents(cap):
+    rng = np.random.default_rng(cap)
+    for share in (0.0, 0.1, 0.5, 1.0):
+        near = rng.random(16) < share
+        want = list(np.flatnonzero(near)[:cap]) + [16] * max(0, cap - int(near.sum()))
+        assert list(np.asarray(edges._near_slots(jax.numpy.asarray(near), cap))) == want
+
+
 def test_edge_search_is_checked():
     with pytest.raises(ValueError, match="SimConfig.edge_search"):
         SimConfig(edge_search="corners")
