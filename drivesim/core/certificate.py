@@ -137,4 +137,8 @@ def window_certified(
     across = jnp.abs(proj.d) + 0.5 * (a.width * cos_rel + a.length * sin_rel)
     lateral_reach = jnp.max(jnp.where(straight, across, 0.0))
     apart = (cross_sep - drift >= 0.5 * widest + EPS) & (cross_sep > 2.0 * lateral_reach + EPS)
-    return apart & jnp.all(~straight | (lead_ok & coll_ok))
+    ok = ~straight | (lead_ok & coll_ok)
+    # a float count, not all(): XLA:CPU runs a boolean reduction over the agents as one loop
+    # with the whole proof inside, an element at a time; the count's operand is computed as
+    # vector code first (BENCHMARKS.md "Proof counted, ego read at its slot")
+    return apart & (jnp.sum(jnp.where(ok, 0.0, 1.0)) == 0.0)

@@ -24,15 +24,26 @@ def neighbour_present(observation: Array) -> Array:
 
 
 def at_ego(is_ego: Array, values: Array) -> Array:
-    """The ego's entry of ``values`` (N,) as (); a where, not a multiply: 0 * NaN in another
-    slot would leak."""
-    return jnp.sum(jnp.where(is_ego, values, jnp.zeros((), values.dtype)))
+    """The ego's entry of ``values`` (N,) as () (:func:`ego_values`)."""
+    return _ego_column(is_ego, values[None])[0]
 
 
 def ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
-    """The ego's entry of each (N,) row, in one masked reduction; list of ()."""
-    stacked = jnp.stack([r.astype(jnp.float32) for r in rows])
-    return list(jnp.sum(jnp.where(is_ego[None], stacked, 0.0), axis=1))
+    """The ego's entry of each (N,) row, as float32; list of ()."""
+    return list(_ego_column(is_ego, jnp.stack([r.astype(jnp.float32) for r in rows])))
+
+
+def _ego_column(is_ego: Array, rows: Array) -> Array:
+    """(R,) the ego's column of ``rows`` (R, N), read at its slot: the values a masked sum
+    over the agents gives (-0.0 as +0.0, zeros without an ego; a NaN elsewhere does not
+    leak), without computing and summing every agent's entry (XLA:CPU ran those sums, and
+    argmax, an element at a time: BENCHMARKS.md "Proof counted, ego read at its slot")."""
+    slots = jnp.arange(is_ego.shape[0], dtype=jnp.float32)
+    slot = jnp.sum(jnp.where(is_ego, slots, 0.0)).astype(jnp.int32)  # exact below 2^24 slots
+    zero = jnp.zeros((), rows.dtype)
+    column = rows[:, slot]
+    column = jnp.where(column == zero, zero, column)  # -0.0 -> +0.0 (XLA folds x + 0.0 to x)
+    return jnp.where(is_ego[slot], column, zero)
 
 
 def ego_observation(agents, proj, progress: Array, neighbours: int, occlusion: bool = False) -> Array:
