@@ -35,7 +35,7 @@ class EgoBefore(NamedTuple):
 
     @classmethod
     def of(cls, is_ego: Array, **rows: Array) -> EgoBefore:
-        """The ego's entries of the (N,) ``rows`` named by the fields, in one masked reduction."""
+        """The ego's entries of the (N,) ``rows`` named by the fields, read at its slot together."""
         return cls(*ego_values(is_ego, [rows[name] for name in cls._fields]))
 
 
