@@ -353,8 +353,8 @@ class SimConfig:
         near their corridor's edge against every lane, a scenario with too many of those
         simulated again with "all_lanes" (drivesim.core.edges; exact either way) |
         "all_lanes": every corner against every lane, O(N L S) per step | "auto"
-        ("all_lanes" on accelerators where the neighbours come from all pairs, else
-        "own_route").
+        ("all_lanes" on accelerators where the neighbours come from all pairs and the road
+        has at most 32 segments, lane slots x segments per lane; else "own_route").
     """
 
     dt: float = 0.1
