@@ -74,9 +74,10 @@ def _lower(batch, config: SimConfig, options: dict):
     tracing, so lowering is serial; compiling is not."""
     saved = {(module, name): getattr(module, name) for module, names in _CONSTANTS.values() for name in names}
     for option, value in options.items():
-        module, names = _CONSTANTS.get(option, (None, ()))
-        for name in names:
-            setattr(module, name, value)
+        if option in _CONSTANTS:  # "per_step" is not a constant: it picks the switches below
+            module, names = _CONSTANTS[option]
+            for name in names:
+                setattr(module, name, value)
     searches = None if options.get("per_step") else switches.of_batch(batch, config)
     try:
         return jax.jit(lambda sc, pol: rollout_batch(sc, pol, config, searches=searches)).lower(

@@ -123,11 +123,12 @@ def run_engine_sweep(
     for devices, family, n in itertools.product(sweep.device_counts, families, sweep.agents):
         where = f"{devices} device(s)" if devices else "all devices"
         wl = Workload(sweep.scenarios, n, sweep.steps, family)
+        host = make_batch(wl)  # built once: its road names the search, and the engine runs it
         log(
             f"engine: {sweep.scenarios} {family} x {n} agents x {sweep.steps} steps on {where}, "
-            f"search {search_name(wl)} ..."
+            f"search {search_name(wl, road_segments=host.num_road_segments)} ..."
         )
-        record = run_engine(EngineConfig(wl, sweep.harness, devices=devices))
+        record = run_engine(EngineConfig(wl, sweep.harness, devices=devices), batch=host)
         record.extra["family"] = family
         records.append(record)
         rate, suffix = record.rate("scenarios_per_s"), ""

@@ -21,6 +21,8 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from drivesim.core.search_choice import on_cpu
+
 # Agents per device per block where SimConfig.block_agents is "auto" on CPU: the W32 and
 # W128 sweet spot on the 2-core benchmark VM (BENCHMARKS.md, "Cache blocking").
 CPU_BLOCK_AGENTS = 16384
@@ -30,7 +32,7 @@ def resolve_block_agents(block_agents: int | str | None) -> int | None:
     """Agents per device per block: ``"auto"`` is CPU_BLOCK_AGENTS on CPU and None (no
     blocking: accelerators want the largest batch) elsewhere."""
     if block_agents == "auto":
-        return CPU_BLOCK_AGENTS if jax.default_backend() == "cpu" else None
+        return CPU_BLOCK_AGENTS if on_cpu() else None
     if isinstance(block_agents, str):
         raise ValueError(f"block_agents: expected an int >= 1, 'auto' or None, got {block_agents!r}")
     return block_agents

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 from drivesim.core import junction, road
 from drivesim.core.materialize import materialize
 from drivesim.core.observation import ego_values
+from drivesim.core.search_choice import on_cpu
 from drivesim.core.types import Array, RoadMap, SimConfig
 
 MARGIN = 0.01  # [m] own-corridor depth below which an agent is measured against every lane
@@ -59,7 +60,7 @@ ACCELERATOR_CAPACITY = 4
 def capacity(agents: int, platform: str | None = None) -> int:
     """Agents measured against every lane per step, besides the ego, for ``agents`` slots
     on ``platform`` (None: JAX's default backend)."""
-    cap = CPU_CAPACITY if (platform or jax.default_backend()) == "cpu" else ACCELERATOR_CAPACITY
+    cap = CPU_CAPACITY if on_cpu(platform) else ACCELERATOR_CAPACITY
     return min(agents, cap)
 
 

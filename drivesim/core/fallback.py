@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core import edges
+from drivesim.core.search_choice import on_cpu
 from drivesim.core.types import Array, RolloutMetrics, Scenario, SimConfig
 
 
@@ -37,7 +38,7 @@ ACCELERATOR_CHUNK = 64
 def chunk_size(batch: int, platform: str | None = None) -> int:
     """Scenarios per fallback chunk for a batch of ``batch`` on ``platform`` (None: JAX's
     default backend), at least 2 (XLA compiles a vmap of one differently)."""
-    size = CPU_CHUNK if (platform or jax.default_backend()) == "cpu" else ACCELERATOR_CHUNK
+    size = CPU_CHUNK if on_cpu(platform) else ACCELERATOR_CHUNK
     return max(2, min(size, batch))
 
 

@@ -44,7 +44,9 @@ ACCELERATOR_ALL_PAIRS_AGENTS = 32
 ACCELERATOR_ALL_LANES_SEGMENTS = 32
 
 
-def _on_cpu(platform: str | None) -> bool:
+def on_cpu(platform: str | None = None) -> bool:
+    """Whether ``platform`` (None: JAX's default backend) is the CPU; the platform-dependent
+    choices (searches, fallback chunks, edge capacity, cache blocks) ask this."""
     return (platform or jax.default_backend()) == "cpu"
 
 
@@ -54,7 +56,7 @@ def neighbour_search(config: SimConfig, agents: int, platform: str | None = None
     ACCELERATOR_ALL_PAIRS_AGENTS on an accelerator, "window" above."""
     if config.neighbours != "auto":
         return config.neighbours
-    limit = CPU_ALL_PAIRS_AGENTS if _on_cpu(platform) else ACCELERATOR_ALL_PAIRS_AGENTS
+    limit = CPU_ALL_PAIRS_AGENTS if on_cpu(platform) else ACCELERATOR_ALL_PAIRS_AGENTS
     return "all_pairs" if agents <= limit else "window"
 
 
@@ -71,7 +73,7 @@ def resolved(
     edge_search = config.edge_search
     if edge_search == "auto":
         few = road_segments <= ACCELERATOR_ALL_LANES_SEGMENTS
-        every_lane = found == "all_pairs" and few and not _on_cpu(platform)
+        every_lane = found == "all_pairs" and few and not on_cpu(platform)
         edge_search = "all_lanes" if every_lane else "own_route"
     if (found, edge_search) == (config.neighbours, config.edge_search):
         return config
