@@ -15,6 +15,9 @@ scenarios `drivesim bench engine` times) and compiles ``simulate`` as:
   rollout, so its cost there is not proportional to the flagged share);
 - ``no_store``: ``window`` with ``drivesim.core.materialize.STORE = False`` (values read by
   several fusions are left to XLA's fusion instead of stored once; written for XLA:CPU);
+- ``reduce_store``: the default with ``drivesim.core.materialize.BRANCH = False`` (every
+  stored value through the identity reduction, none through a conditional: the engine
+  before 2026-11-28; on XLA:CPU the reduction runs its fused producer an element at a time);
 - ``all_pairs``: ``neighbours="all_pairs", edge_search="all_lanes"`` (exact by itself, no
   proof, no fallback: the accelerators' choice);
 - ``all_pairs_own_route``: all pairs with each corner against its own route (the road edges
@@ -61,6 +64,7 @@ from drivesim.core.types import SimConfig
 # Module constants a variant may set while its program is traced: option -> (module, names).
 _CONSTANTS = {
     "store": (materialize, ("STORE",)),
+    "branch": (materialize, ("BRANCH",)),
     "chunk": (fallback, ("CPU_CHUNK", "ACCELERATOR_CHUNK")),
     "vectorised": (trig, ("VECTORISED",)),
     "near": (edges, ("CPU_CAPACITY", "ACCELERATOR_CAPACITY")),
@@ -93,6 +97,7 @@ VARIANTS = (
     "window",
     "window_only",
     "no_store",
+    "reduce_store",
     "all_pairs",
     "all_pairs_own_route",
     "chunk_16",
@@ -114,11 +119,13 @@ def variants(batch, steps: int, names=VARIANTS) -> dict[str, Callable]:
         "all_pairs": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="all_lanes"),
         "all_pairs_own_route": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="own_route"),
         "libm": default,
+        "reduce_store": default,
         "near_2": default,
         "near_8": default,
     }
     options = {
         "no_store": {"store": False},
+        "reduce_store": {"branch": False},
         "chunk_16": {"chunk": 16},
         "chunk_256": {"chunk": 256},
         "per_step_switches": {"per_step": True},

@@ -10,6 +10,11 @@ a maximum against -inf (the type's lowest integer) keeps -0.0 and NaN, and boole
 or-ed with False. Where the engine stores values this way, and what it gained: BENCHMARKS.md
 "Stored once".
 
+XLA:CPU computes a reduction's fused producer one element at a time. Inside a rollout's
+step on the CPU (:func:`stores_by_branch`) a value passes through a conditional instead,
+which XLA never fuses either and whose operand it computes as vector code
+(BENCHMARKS.md "Stored by a branch").
+
 One reader defeats it: a reduction of the stored value with the same operation (``any`` of a
 stored bool, ``max`` of a stored float). XLA's simplifier merges the two reductions into one
 over the unstored value, and that fusion computes the value again; such readers reduce with
@@ -18,20 +23,52 @@ another operation (a count, core.bends).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import jax
 import jax.numpy as jnp
+from jax.extend.core import get_opaque_trace_state
 
+from drivesim.core.search_choice import on_cpu
 from drivesim.core.types import Array
 
 # Whether :func:`materialize` stores its values (True) or hands them on as they are (False:
 # XLA's own fusion decides). Read when a program is traced; False is for measuring what storing
 # gains on another backend (benchmarks/engine_variants.py).
 STORE = True
+# Whether stores inside :func:`stores_by_branch` pass through a conditional (True) or the
+# identity reduction everywhere (False: for measuring; programs traced before a change keep
+# theirs in JAX's caches, so clear them, jax.clear_caches(), when switching).
+BRANCH = True
+# The open stores_by_branch contexts, innermost last: (predicate, the trace it belongs to).
+_BRANCH_ON: list[tuple[Array, object]] = []
+
+
+@contextlib.contextmanager
+def stores_by_branch(step_index) -> Iterator[None]:
+    """Inside, on the CPU, :func:`materialize` and :func:`decided_once` store through a
+    conditional on ``step_index`` (the unbatched () int32 counter of a scan body shared by a
+    whole batch; a batched one would make the conditional a select of both branches). Both
+    branches give the value, one as it is and one through the identity reduction, so the
+    result does not depend on the predicate. A conditional's operand is computed by a loop
+    of its own, vector code on XLA:CPU, where a reduction's fused producer runs one element
+    at a time (BENCHMARKS.md "Stored by a branch"). Stores traced inside nested control
+    flow or transformations (another trace than the counter's) take the reduction: a
+    conditional there would capture the counter from the outer trace."""
+    use = BRANCH and step_index is not None and on_cpu()
+    if use:
+        _BRANCH_ON.append((step_index >= 0, get_opaque_trace_state()))
+    try:
+        yield
+    finally:
+        if use:
+            _BRANCH_ON.pop()
 
 
 def materialize(tree):
     """``tree`` unchanged, each array leaf computed once by the program (see the module)."""
-    return jax.tree_util.tree_map(_stored, tree) if STORE else tree
+    return _store_tree(tree) if STORE else tree
 
 
 def decided_once(tree):
@@ -42,7 +79,19 @@ def decided_once(tree):
     swapped one field of an agent pair and not the others this way). The value also passes
     an optimization barrier, which backends that keep barriers through fusion (unlike
     XLA:CPU) honour as well."""
-    return jax.tree_util.tree_map(lambda v: _stored(jax.lax.optimization_barrier(v)), tree)
+    return _store_tree(jax.tree_util.tree_map(jax.lax.optimization_barrier, tree))
+
+
+def _store_tree(tree):
+    """``tree`` with every leaf stored: through one conditional inside
+    :func:`stores_by_branch`, else through the identity reduction."""
+    if _BRANCH_ON and _BRANCH_ON[-1][1] == get_opaque_trace_state():
+        return jax.lax.cond(_BRANCH_ON[-1][0], lambda t: t, _reduced_tree, tree)
+    return _reduced_tree(tree)
+
+
+def _reduced_tree(tree):
+    return jax.tree_util.tree_map(_stored, tree)
 
 
 def _stored(value: Array) -> Array:

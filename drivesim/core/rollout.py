@@ -22,6 +22,7 @@ from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
 from drivesim.core.fallback import exact_config, exact_fallback
 from drivesim.core.lifecycle import end_of_route, entry_position, replay_log
+from drivesim.core.materialize import stores_by_branch
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.policies import EgoInputs, get_policy
@@ -239,12 +240,12 @@ def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Arra
     every = config.resort_every
     if every == 1:
         return one_pass(agents, step_index % 2)
-    return jax.lax.cond(
-        step_index % every == 0,
-        lambda ag: one_pass(ag, (step_index // every) % 2),
-        lambda ag: ag,
-        agents,
-    )
+
+    def on_step(ag, index):  # the counter passed in: a store inside reads this branch's own
+        with stores_by_branch(index):
+            return one_pass(ag, (index // every) % 2)
+
+    return jax.lax.cond(step_index % every == 0, on_step, lambda ag, _: ag, agents, step_index)
 
 
 def _on_path(a: SortedAgents, proj, look, t, target_x, target_y, config: SimConfig):
@@ -389,9 +390,10 @@ def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_ed
     leave out is flagged for the exact fallback (core.switches.unsearched)."""
 
     def body(state, step_index):
-        state, _info = advance(
-            state, scenario, config, policy, step_index=step_index, zone_on=zone_on, full_edges=full_edges
-        )
+        with stores_by_branch(step_index):
+            state, _info = advance(
+                state, scenario, config, policy, step_index=step_index, zone_on=zone_on, full_edges=full_edges
+            )
         return state, None
 
     start = reset(scenario, config)
@@ -416,9 +418,10 @@ def rollout_trajectory(
     """Like :func:`rollout`, also returning the trajectory (S, N) in original agent order."""
 
     def body(state, step_index):
-        state, _info = advance(
-            state, scenario, config, policy, step_index=step_index, zone_on=zone_on, full_edges=full_edges
-        )
+        with stores_by_branch(step_index):
+            state, _info = advance(
+                state, scenario, config, policy, step_index=step_index, zone_on=zone_on, full_edges=full_edges
+            )
         a = state.agents
         return state, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
 

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from drivesim.core import neighbours
 from drivesim.core.collisions import collisions
+from drivesim.core.materialize import stores_by_branch
 from drivesim.core.rollout import advance, reset
 from drivesim.core.types import Scenario, SimConfig, pytree_dataclass
 
@@ -58,7 +59,8 @@ def neighbour_trace(scenario: Scenario, policy, config: SimConfig) -> NeighbourT
     """Trace of one scenario over ``config.num_steps`` steps (see NeighbourTrace)."""
 
     def body(state, step_index):
-        state, info = advance(state, scenario, config, policy, step_index=step_index)
+        with stores_by_branch(step_index):
+            state, info = advance(state, scenario, config, policy, step_index=step_index)
         a, proj = state.agents, state.proj
         zone = neighbours.zone_search(a, proj, state.crossings, state.reach, config)
         _pairs, hit, _ = collisions(a, config, zone)

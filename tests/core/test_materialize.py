@@ -47,3 +47,91 @@ def test_store_off_hands_values_on_as_they_are(monkeypatch):
     tree = {"a": jnp.arange(3.0)}
     assert module.materialize(tree) is tree
     assert _abs_ops(module.materialize) > 2  # XLA's fusion decides again
+
+
+def _scanned(store, steps: int = 3):
+    """A vmapped scan whose body stores a value read by three consumers, inside
+    stores_by_branch with the scan's unbatched counter; (program text, outputs)."""
+    from drivesim.core.materialize import stores_by_branch
+
+    def one(x, y):
+        def body(carry, step_index):
+            with stores_by_branch(step_index):
+                hit = store((jnp.abs(carry * 1.3 + y * 0.7) > jnp.abs(carry - y * 2.1)) & (carry * y > 0.5))
+            nxt = jnp.where(hit, carry * 0.5, carry + 1.0) + jnp.roll(hit, 1)
+            return nxt, jnp.sum(hit)
+
+        return jax.lax.scan(body, x, jnp.arange(steps, dtype=jnp.int32))
+
+    rng = np.random.default_rng(3)
+    args = [jnp.asarray(rng.normal(size=(8, 32)), jnp.float32) for _ in range(2)]
+    program = jax.jit(jax.vmap(one))
+    return program.lower(*args).compile().as_text(), program(*args)
+
+
+def test_a_store_in_a_scan_body_passes_through_a_conditional(monkeypatch):
+    from drivesim.core import materialize as module
+
+    text, out = _scanned(module.materialize)
+    assert len(re.findall(r" conditional\(", text)) == 1
+    monkeypatch.setattr(module, "BRANCH", False)
+    jax.clear_caches()
+    reduced_text, reduced = _scanned(module.materialize)
+    assert " conditional(" not in reduced_text
+    for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(reduced), strict=True):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def _stored_twice(x):
+    """Module-level (JAX caches its traced branches by function), stores a value."""
+    return materialize(x * 2.0) + materialize(x * 3.0)
+
+
+def _unchanged(x):
+    return x
+
+
+def test_stores_in_nested_control_flow_take_the_reduction():
+    """A store traced in a conditional inside the scan body must not capture the body's
+    counter: JAX caches the branch by function, and a second program reusing it would meet
+    the first one's tracer (an UnexpectedTracerError)."""
+    from drivesim.core.materialize import stores_by_branch
+
+    def program(scale):
+        def body(carry, step_index):
+            with stores_by_branch(step_index):
+                carry = jax.lax.cond(carry[0] > -1e9, _stored_twice, _unchanged, carry)
+            return carry * scale, None
+
+        return jax.jit(lambda x: jax.lax.scan(body, x, jnp.arange(2, dtype=jnp.int32))[0])
+
+    x = jnp.ones(4)
+    first = program(0.5)(x)
+    second = program(0.25)(x)  # traced after the first, the cached branch reused
+    assert np.allclose(first, 6.25) and np.allclose(second, 1.5625)
+
+
+def test_the_engine_gives_the_same_bits_with_stores_through_reductions(monkeypatch, assert_bitwise):
+    """The engine's stores through conditionals (the default on the CPU) and through the
+    identity reduction give the same metrics bit for bit, on the family with every search."""
+    from drivesim.core import materialize as module
+    from drivesim.core.policies import idm_policy
+    from drivesim.core.rollout import simulate
+    from drivesim.core.types import SimConfig
+    from drivesim.scenarios.batching import pad_and_stack
+    from drivesim.scenarios.synthetic import FamilyConfig, generate
+
+    family = FamilyConfig(num_agents=16, steps=12)
+    scenarios = [generate("intersection_turns", i, family).scenario for i in range(4)]
+    batch = pad_and_stack(scenarios, num_agents=16)
+    config, policy = SimConfig(num_steps=12), idm_policy()
+    branched = simulate.lower(batch, policy, config).compile()
+    monkeypatch.setattr(module, "BRANCH", False)
+    jax.clear_caches()
+    reduced = simulate.lower(batch, policy, config).compile()
+    assert _conditionals(branched) > _conditionals(reduced)
+    assert_bitwise(jax.device_get(branched(batch, policy)), jax.device_get(reduced(batch, policy)))
+
+
+def _conditionals(compiled) -> int:
+    return len(re.findall(r" conditional\(", compiled.as_text()))
