@@ -24,6 +24,7 @@ another operation (a count, core.bends).
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 
 import jax
@@ -41,8 +42,17 @@ STORE = True
 # identity reduction everywhere (False: for measuring; programs traced before a change keep
 # theirs in JAX's caches, so clear them, jax.clear_caches(), when switching).
 BRANCH = True
-# The open stores_by_branch contexts, innermost last: (predicate, the trace it belongs to).
-_BRANCH_ON: list[tuple[Array, object]] = []
+
+
+class _Open(threading.local):
+    """The open stores_by_branch contexts of this thread (JAX traces per thread), innermost
+    last: (predicate, the trace it belongs to)."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[Array, object]] = []
+
+
+_OPEN = _Open()
 
 
 @contextlib.contextmanager
@@ -58,12 +68,12 @@ def stores_by_branch(step_index) -> Iterator[None]:
     conditional there would capture the counter from the outer trace."""
     use = BRANCH and step_index is not None and on_cpu()
     if use:
-        _BRANCH_ON.append((step_index >= 0, get_opaque_trace_state()))
+        _OPEN.stack.append((step_index >= 0, get_opaque_trace_state()))
     try:
         yield
     finally:
         if use:
-            _BRANCH_ON.pop()
+            _OPEN.stack.pop()
 
 
 def materialize(tree):
@@ -85,8 +95,9 @@ def decided_once(tree):
 def _store_tree(tree):
     """``tree`` with every leaf stored: through one conditional inside
     :func:`stores_by_branch`, else through the identity reduction."""
-    if _BRANCH_ON and _BRANCH_ON[-1][1] == get_opaque_trace_state():
-        return jax.lax.cond(_BRANCH_ON[-1][0], lambda t: t, _reduced_tree, tree)
+    stack = _OPEN.stack
+    if stack and stack[-1][1] == get_opaque_trace_state():
+        return jax.lax.cond(stack[-1][0], lambda t: t, _reduced_tree, tree)
     return _reduced_tree(tree)
 
 
