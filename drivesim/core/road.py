@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
+import jax
 import jax.numpy as jnp
 
 from drivesim.core.types import Array, RoadMap, pytree_dataclass
@@ -112,6 +113,27 @@ def _first_true(mask: Array) -> Array:
     return (first & mask).astype(jnp.float32)
 
 
+def _first_pick(mask: Array, fields: tuple[Array, ...]) -> tuple[Array, ...]:
+    """Each field (S, N) at the first True of ``mask`` (S, N) along the segment axis, +0.0
+    where none is: a chain of selects, elementwise, so XLA:CPU runs it as vector code (a
+    cumulative sum and a sum over the short segment axis are slow loops of their own there,
+    BENCHMARKS.md "Nearest segments by selects"). The same bits as the sum of the fields
+    weighted by :func:`_first_true`: adding +0.0 turns a picked -0.0 into the sum's +0.0."""
+    picked = []
+    for field in fields:
+        value = jnp.zeros(field.shape[1:], field.dtype)
+        for k in reversed(range(field.shape[0])):
+            value = jnp.where(mask[k], field[k], value)
+        picked.append(value + 0.0)
+    return tuple(picked)
+
+
+def _unrolled(seg: RouteSegments) -> bool:
+    """Whether routes of ``seg``'s segment count pick their segment by :func:`_first_pick`
+    (more than one segment, up to _UNROLLED_SEGMENTS); longer ones by weighted sums."""
+    return 1 < seg.ax.shape[0] <= _UNROLLED_SEGMENTS
+
+
 def project(x: Array, y: Array, seg: RouteSegments) -> Projection:
     """Project points (N,) onto their own routes (fields (S, N)): nearest real segment."""
     px = x[None] - seg.ax
@@ -119,10 +141,14 @@ def project(x: Array, y: Array, seg: RouteSegments) -> Projection:
     along = jnp.clip(px * seg.ux + py * seg.uy, seg.lo, seg.hi)
     ex = px - along * seg.ux
     ey = py - along * seg.uy
+    dist2 = jnp.where(seg.ok > 0, ex * ex + ey * ey, jnp.inf)
+    if _unrolled(seg):
+        fields = (seg.s0 + along, -ex * seg.uy + ey * seg.ux, seg.ux, seg.uy)
+        s, d, tx, ty = _first_pick(dist2 <= min_of(list(dist2))[None], fields)
+        return Projection(s=s, d=d, tx=tx, ty=ty)
     if seg.ax.shape[0] == 1:
         pick: Array = jnp.ones_like(px)
     else:
-        dist2 = jnp.where(seg.ok > 0, ex * ex + ey * ey, jnp.inf)
         pick = _first_true(dist2 <= jnp.min(dist2, axis=0, keepdims=True))
     s = jnp.sum(pick * (seg.s0 + along), axis=0)
     tx = jnp.sum(pick * seg.ux, axis=0)
@@ -140,6 +166,9 @@ def point_at(s: Array, seg: RouteSegments) -> tuple[Array, Array]:
     inside = (s[None] >= seg.s0) & ((s[None] < end) | (seg.hi == jnp.inf)) & (seg.ok > 0)
     before_all = s[None] < seg.s0[:1]
     inside = inside | (before_all & (jnp.arange(seg.s0.shape[0]) == 0)[:, None])
+    if _unrolled(seg):
+        x, y = _first_pick(inside, (seg.ax + local * seg.ux, seg.ay + local * seg.uy))
+        return x, y
     pick = _first_true(inside)
     x = jnp.sum(pick * (seg.ax + local * seg.ux), axis=0)
     y = jnp.sum(pick * (seg.ay + local * seg.uy), axis=0)
@@ -163,13 +192,6 @@ def min_of(parts: Iterable[Array]) -> Array:
     return functools.reduce(jnp.minimum, parts)
 
 
-def _min_last(values: Array) -> Array:
-    """Minimum over the last (segment) axis, unrolled (:func:`min_of`) for short routes."""
-    if values.shape[-1] > _UNROLLED_SEGMENTS:
-        return jnp.min(values, axis=-1)
-    return min_of(values[..., k] for k in range(values.shape[-1]))
-
-
 def lane_ok(centers: Array) -> Array:
     """(L, S) float32: 1.0 for real (non-zero length) segments of lane polylines (L, P, 2)."""
     d = centers[..., 1:, :] - centers[..., :-1, :]
@@ -179,12 +201,19 @@ def lane_ok(centers: Array) -> Array:
 def edge_distance(x: Array, y: Array, road: RoadMap) -> Array:
     """Signed distance [m] of points (...) to the drivable area's edge: the largest over
     lanes of (width / 2 - distance to the lane's centre segments); > 0 inside, < 0 off-road.
-    Segments are clipped at the route ends (past every lane's end is off-road)."""
-    lanes = lane_segments(road.centers)  # (L, S)
+    Segments are clipped at the route ends (past every lane's end is off-road). The lane
+    axis is innermost and the nearest segment is taken segment by segment over it, so XLA:CPU
+    reads each segment's lanes as one contiguous vector (BENCHMARKS.md "Nearest segments by
+    selects")."""
+    lanes = jax.tree_util.tree_map(lambda v: jnp.swapaxes(v, -1, -2), lane_segments(road.centers))  # (S, L)
     px = x[..., None, None] - lanes.ax
     py = y[..., None, None] - lanes.ay
-    dist2 = segment_dist2(px, py, lanes.ux, lanes.uy, lanes.length, lanes.ok)
-    depth = 0.5 * road.widths - jnp.sqrt(_min_last(dist2))
+    dist2 = segment_dist2(px, py, lanes.ux, lanes.uy, lanes.length, lanes.ok)  # (..., S, L)
+    if dist2.shape[-2] > _UNROLLED_SEGMENTS:
+        nearest = jnp.min(dist2, axis=-2)
+    else:
+        nearest = min_of(dist2[..., k, :] for k in range(dist2.shape[-2]))
+    depth = 0.5 * road.widths - jnp.sqrt(nearest)
     return jnp.max(jnp.where(road.lane_valid, depth, -jnp.inf), axis=-1)
 
 

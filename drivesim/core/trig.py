@@ -40,9 +40,12 @@ def sin_cos(x: Array) -> tuple[Array, Array]:
     z = r * r
     s = ((_SIN[0] * z + _SIN[1]) * z + _SIN[2]) * z * r + r
     c = ((_COS[0] * z + _COS[1]) * z + _COS[2]) * z * z - 0.5 * z + 1.0
-    quadrant = k.astype(jnp.int32) & 3
-    sin = jnp.where(quadrant == 0, s, jnp.where(quadrant == 1, c, jnp.where(quadrant == 2, -s, -c)))
-    cos = jnp.where(quadrant == 0, c, jnp.where(quadrant == 1, -s, jnp.where(quadrant == 2, -c, s)))
+    quadrant = k.astype(jnp.int32) & 3  # sin, cos = s, c; c, -s; -s, -c; -c, s
+    swap = (quadrant & 1) == 1
+    sin = jnp.where(swap, c, s)
+    cos = jnp.where(swap, s, c)
+    sin = jnp.where((quadrant & 2) == 2, -sin, sin)  # quadrants 2 and 3
+    cos = jnp.where(((quadrant + 1) & 2) == 2, -cos, cos)  # quadrants 1 and 2
     # stored once: a cheap polynomial fused into each reader could differ between them by
     # FMA contraction (core.materialize.decided_once)
     return decided_once((sin, cos))
