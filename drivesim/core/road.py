@@ -118,7 +118,9 @@ def _first_pick(mask: Array, fields: tuple[Array, ...]) -> tuple[Array, ...]:
     where none is: a chain of selects, elementwise, so XLA:CPU runs it as vector code (a
     cumulative sum and a sum over the short segment axis are slow loops of their own there,
     BENCHMARKS.md "Nearest segments by selects"). The same bits as the sum of the fields
-    weighted by :func:`_first_true`: adding +0.0 turns a picked -0.0 into the sum's +0.0."""
+    weighted by :func:`_first_true` where the fields are finite: adding +0.0 turns a picked
+    -0.0 into the sum's +0.0. (A point at NaN, which only an absent agent can hold, picks
+    nothing: 0.0 here, NaN in the weighted sum.)"""
     picked = []
     for field in fields:
         value = jnp.zeros(field.shape[1:], field.dtype)
