@@ -211,10 +211,8 @@ def edge_distance(x: Array, y: Array, road: RoadMap) -> Array:
     px = x[..., None, None] - lanes.ax
     py = y[..., None, None] - lanes.ay
     dist2 = segment_dist2(px, py, lanes.ux, lanes.uy, lanes.length, lanes.ok)  # (..., S, L)
-    if dist2.shape[-2] > _UNROLLED_SEGMENTS:
-        nearest = jnp.min(dist2, axis=-2)
-    else:
-        nearest = min_of(dist2[..., k, :] for k in range(dist2.shape[-2]))
+    short = dist2.shape[-2] <= _UNROLLED_SEGMENTS
+    nearest = min_of(dist2[..., k, :] for k in range(dist2.shape[-2])) if short else jnp.min(dist2, axis=-2)
     depth = 0.5 * road.widths - jnp.sqrt(nearest)
     return jnp.max(jnp.where(road.lane_valid, depth, -jnp.inf), axis=-1)
 
