@@ -107,8 +107,6 @@ class Projection:
 
 def _first_true(mask: Array) -> Array:
     """Float mask (S, N) of the first True along axis 0 (segment axis)."""
-    if mask.shape[0] == 1:
-        return mask.astype(jnp.float32)
     first = jnp.cumsum(mask.astype(jnp.int32), axis=0) == 1
     return (first & mask).astype(jnp.float32)
 
@@ -130,10 +128,23 @@ def _first_pick(mask: Array, fields: tuple[Array, ...]) -> tuple[Array, ...]:
     return tuple(picked)
 
 
-def _unrolled(seg: RouteSegments) -> bool:
-    """Whether routes of ``seg``'s segment count pick their segment by :func:`_first_pick`
-    (more than one segment, up to _UNROLLED_SEGMENTS); longer ones by weighted sums."""
-    return 1 < seg.ax.shape[0] <= _UNROLLED_SEGMENTS
+def _at_first(mask: Array, fields: tuple[Array, ...]) -> tuple[Array, ...]:
+    """Each field (S, N) at the first True of ``mask`` (S, N) along the segment axis: by
+    :func:`_first_pick` on routes of 2 to _UNROLLED_SEGMENTS segments, else as sums
+    weighted by :func:`_first_true` (a route of one segment: the field itself)."""
+    segments = mask.shape[0]
+    if 1 < segments <= _UNROLLED_SEGMENTS:
+        return _first_pick(mask, fields)
+    pick = jnp.ones(mask.shape, jnp.float32) if segments == 1 else _first_true(mask)
+    return tuple(jnp.sum(pick * field, axis=0) for field in fields)
+
+
+def _nearest(values: Array, axis: int) -> Array:
+    """Minimum over the segment ``axis`` of ``values``, unrolled (:func:`min_of`) for routes
+    of up to _UNROLLED_SEGMENTS segments."""
+    if values.shape[axis] > _UNROLLED_SEGMENTS:
+        return jnp.min(values, axis=axis)
+    return min_of(jax.lax.index_in_dim(values, k, axis, keepdims=False) for k in range(values.shape[axis]))
 
 
 def project(x: Array, y: Array, seg: RouteSegments) -> Projection:
@@ -144,18 +155,8 @@ def project(x: Array, y: Array, seg: RouteSegments) -> Projection:
     ex = px - along * seg.ux
     ey = py - along * seg.uy
     dist2 = jnp.where(seg.ok > 0, ex * ex + ey * ey, jnp.inf)
-    if _unrolled(seg):
-        fields = (seg.s0 + along, -ex * seg.uy + ey * seg.ux, seg.ux, seg.uy)
-        s, d, tx, ty = _first_pick(dist2 <= min_of(list(dist2))[None], fields)
-        return Projection(s=s, d=d, tx=tx, ty=ty)
-    if seg.ax.shape[0] == 1:
-        pick: Array = jnp.ones_like(px)
-    else:
-        pick = _first_true(dist2 <= jnp.min(dist2, axis=0, keepdims=True))
-    s = jnp.sum(pick * (seg.s0 + along), axis=0)
-    tx = jnp.sum(pick * seg.ux, axis=0)
-    ty = jnp.sum(pick * seg.uy, axis=0)
-    d = jnp.sum(pick * (-ex * seg.uy + ey * seg.ux), axis=0)
+    fields = (seg.s0 + along, -ex * seg.uy + ey * seg.ux, seg.ux, seg.uy)
+    s, d, tx, ty = _at_first(dist2 <= _nearest(dist2, 0)[None], fields)
     return Projection(s=s, d=d, tx=tx, ty=ty)
 
 
@@ -168,12 +169,7 @@ def point_at(s: Array, seg: RouteSegments) -> tuple[Array, Array]:
     inside = (s[None] >= seg.s0) & ((s[None] < end) | (seg.hi == jnp.inf)) & (seg.ok > 0)
     before_all = s[None] < seg.s0[:1]
     inside = inside | (before_all & (jnp.arange(seg.s0.shape[0]) == 0)[:, None])
-    if _unrolled(seg):
-        x, y = _first_pick(inside, (seg.ax + local * seg.ux, seg.ay + local * seg.uy))
-        return x, y
-    pick = _first_true(inside)
-    x = jnp.sum(pick * (seg.ax + local * seg.ux), axis=0)
-    y = jnp.sum(pick * (seg.ay + local * seg.uy), axis=0)
+    x, y = _at_first(inside, (seg.ax + local * seg.ux, seg.ay + local * seg.uy))
     return x, y
 
 
@@ -211,9 +207,7 @@ def edge_distance(x: Array, y: Array, road: RoadMap) -> Array:
     px = x[..., None, None] - lanes.ax
     py = y[..., None, None] - lanes.ay
     dist2 = segment_dist2(px, py, lanes.ux, lanes.uy, lanes.length, lanes.ok)  # (..., S, L)
-    short = dist2.shape[-2] <= _UNROLLED_SEGMENTS
-    nearest = min_of(dist2[..., k, :] for k in range(dist2.shape[-2])) if short else jnp.min(dist2, axis=-2)
-    depth = 0.5 * road.widths - jnp.sqrt(nearest)
+    depth = 0.5 * road.widths - jnp.sqrt(_nearest(dist2, -2))
     return jnp.max(jnp.where(road.lane_valid, depth, -jnp.inf), axis=-1)
 
 
