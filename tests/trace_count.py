@@ -1,13 +1,16 @@
-"""Counting traces (``chex.assert_max_traces`` style) instead of reading private jit caches.
+"""Counting traces (``chex.assert_max_traces`` style) instead of reading private jit caches,
+and counting what a compiled program holds.
 
 ``counting_policy(base)`` registers a copy of an ego policy whose ``act`` bumps a counter each
 time JAX traces it: one rollout trace (a compilation of the batched program) = one more.
+``conditionals(compiled)`` counts the real conditionals of a compiled program.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 
 from drivesim.core.policies import EgoPolicy, register_policy
 
@@ -35,3 +38,8 @@ def counting_policy(base: EgoPolicy) -> tuple[EgoPolicy, TraceCounter]:
         base, name=f"{base.name}-counted-{next(_ids)}", act_fn=counter.wrap(base.act_fn)
     )
     return register_policy(policy), counter
+
+
+def conditionals(compiled) -> int:
+    """How many real conditionals (HLO ``conditional``) a compiled program holds."""
+    return len(re.findall(r" conditional\(", compiled.as_text()))

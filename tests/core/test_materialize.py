@@ -5,6 +5,7 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+from trace_count import conditionals
 
 from drivesim.core.materialize import materialize
 
@@ -129,9 +130,5 @@ def test_the_engine_gives_the_same_bits_with_stores_through_reductions(monkeypat
     monkeypatch.setattr(module, "BRANCH", False)
     jax.clear_caches()
     reduced = simulate.lower(batch, policy, config).compile()
-    assert _conditionals(branched) > _conditionals(reduced)
+    assert conditionals(branched) > conditionals(reduced)
     assert_bitwise(jax.device_get(branched(batch, policy)), jax.device_get(reduced(batch, policy)))
-
-
-def _conditionals(compiled) -> int:
-    return len(re.findall(r" conditional\(", compiled.as_text()))

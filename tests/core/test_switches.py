@@ -6,11 +6,10 @@ sends a scenario with more agents on bent routes than its rows to the fallback."
 
 from __future__ import annotations
 
-import re
-
 import jax
 import numpy as np
 import pytest
+from trace_count import conditionals
 
 from drivesim.core import bends, materialize, neighbours, switches
 from drivesim.core.policies import idm_policy
@@ -31,10 +30,6 @@ def _batch(name: str, count: int = 6):
     return pad_and_stack([generate(name, i, cfg).scenario for i in range(count)], num_agents=AGENTS)
 
 
-def _conditionals(compiled) -> int:
-    return len(re.findall(r" conditional\(", compiled.as_text()))
-
-
 @pytest.mark.parametrize("name", ["merge", "intersection_turns"])
 def test_fixed_switches_equal_the_conditionals(name, assert_bitwise, monkeypatch):
     # stores through the identity reduction only: a store in a search's conditional takes
@@ -46,7 +41,7 @@ def test_fixed_switches_equal_the_conditionals(name, assert_bitwise, monkeypatch
     fixed = simulate.lower(batch, policy, CONFIG).compile()
     want, got = per_step(batch, policy), fixed(batch, policy)
     assert_bitwise(jax.device_get(got), jax.device_get(want))
-    assert _conditionals(fixed) == _conditionals(per_step) - 2  # the zone's and the bent routes'
+    assert conditionals(fixed) == conditionals(per_step) - 2  # the zone's and the bent routes'
     on = switches.of_batch(batch, CONFIG)
     assert (on.zone, on.bends) == family(name).SEARCHES
     assert isinstance(on.bend_rows, int) and 2 <= on.bend_rows < AGENTS  # sized by the batch
