@@ -32,7 +32,7 @@ from drivesim.core import junction, road
 from drivesim.core.materialize import materialize
 from drivesim.core.observation import ego_values
 from drivesim.core.search_choice import on_cpu
-from drivesim.core.types import Array, RoadMap, SimConfig
+from drivesim.core.types import Array, SimConfig
 
 MARGIN = 0.01  # [m] own-corridor depth below which an agent is measured against every lane
 
@@ -91,20 +91,20 @@ def _box_rows(a) -> list[Array]:
     return [a.x, a.y, a.cos_h, a.sin_h, a.length, a.width]
 
 
-def _box_edges(rows: list[Array], rd: RoadMap) -> Array:
+def _box_edges(rows: list[Array], area: road.Drivable) -> Array:
     """Signed edge distance of boxes given as rows [x, y, cos_h, sin_h, length, width],
     each (K,), against every lane; (K,)."""
     x, y, cos_h, sin_h, length, width = rows
-    return road.box_edge_distance(x, y, cos_h, sin_h, length, width, rd)
+    return road.box_edge_distance(x, y, cos_h, sin_h, length, width, area)
 
 
-def _every_lane(a, rd: RoadMap) -> tuple[Array, Array]:
+def _every_lane(a, area: road.Drivable) -> tuple[Array, Array]:
     """(off (N,) bool, fits ()) with every corner against every lane."""
-    edge = _box_edges(_box_rows(a), rd)
+    edge = _box_edges(_box_rows(a), area)
     return a.valid & (edge < 0.0), jnp.ones((), bool)
 
 
-def _own_route(a, rd: RoadMap) -> tuple[Array, Array]:
+def _own_route(a, area: road.Drivable) -> tuple[Array, Array]:
     """(off (N,) bool, fits ()) with each agent's corners against its own route and the
     agents near its edge (up to :func:`capacity`, the ego left out) against every lane."""
     n = a.x.shape[0]
@@ -112,7 +112,7 @@ def _own_route(a, rd: RoadMap) -> tuple[Array, Array]:
     near = materialize(a.valid & ~a.is_ego & (own_depth(a) < MARGIN))  # read cap + 1 times
     slot = _near_slots(near, cap)
     picked = jnp.minimum(slot, n - 1)
-    edge = _box_edges([v[picked] for v in _box_rows(a)], rd)
+    edge = _box_edges([v[picked] for v in _box_rows(a)], area)
     off_member = (slot < n) & (edge < 0.0)
     off = jnp.any((picked[:, None] == jnp.arange(n)[None, :]) & off_member[:, None], axis=0)
     return off, jnp.sum(near.astype(jnp.int32)) <= cap
@@ -135,16 +135,17 @@ def _near_slots(near: Array, cap: int) -> Array:
     return jnp.stack(slots) if slots else jnp.zeros(0, jnp.int32)
 
 
-def search(a, rd: RoadMap, config: SimConfig, full_edges: Array | bool | None = None) -> EdgeSearch:
-    """The step's EdgeSearch for SortedAgents ``a`` on road ``rd``. full_edges: an unbatched
+def search(a, area: road.Drivable, config: SimConfig, full_edges: Array | bool | None = None) -> EdgeSearch:
+    """The step's EdgeSearch for SortedAgents ``a`` on the drivable ``area``
+    (core.road.drivable). full_edges: an unbatched
     () bool that picks every lane for every corner under a real conditional (the exact
     fallback's second round, core.fallback), True: every lane, or None: as ``config`` says."""
-    ego_edge = _box_edges([v[None] for v in ego_values(a.is_ego, _box_rows(a))], rd)[0]
+    ego_edge = _box_edges([v[None] for v in ego_values(a.is_ego, _box_rows(a))], area)[0]
     if all_lanes(config) or full_edges is True:
-        off, fits = _every_lane(a, rd)
+        off, fits = _every_lane(a, area)
     elif full_edges is None:
-        off, fits = _own_route(a, rd)
+        off, fits = _own_route(a, area)
     else:
-        off, fits = jax.lax.cond(full_edges, _every_lane, _own_route, a, rd)
+        off, fits = jax.lax.cond(full_edges, _every_lane, _own_route, a, area)
     off = off | (a.is_ego & a.valid & (ego_edge < 0.0))
     return EdgeSearch(ego_edge=ego_edge, off=off, fits=fits)

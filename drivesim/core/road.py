@@ -196,19 +196,38 @@ def lane_ok(centers: Array) -> Array:
     return (jnp.sqrt(jnp.sum(d * d, axis=-1)) > 1e-6).astype(jnp.float32)
 
 
-def edge_distance(x: Array, y: Array, road: RoadMap) -> Array:
-    """Signed distance [m] of points (...) to the drivable area's edge: the largest over
+@pytree_dataclass
+class Drivable:
+    """The drivable area laid out for :func:`edge_distance`, built once per rollout
+    (:func:`drivable`): seg, every lane's RouteSegments with fields (S, L), lanes innermost;
+    widths (L,) lane widths [m]; lane_valid (L,) bool."""
+
+    seg: RouteSegments
+    widths: Array
+    lane_valid: Array
+
+
+def drivable(road: RoadMap) -> Drivable:
+    """The Drivable of ``road`` (one scenario). Its lane fields are transposed here, before
+    the time loop: transposed in each step, they were read 7 floats apart inside the edge
+    test's loop over lanes (BENCHMARKS.md "Lanes laid out once per rollout")."""
+    seg = jax.tree_util.tree_map(lambda v: jnp.swapaxes(v, -1, -2), lane_segments(road.centers))
+    return Drivable(seg=seg, widths=road.widths, lane_valid=road.lane_valid)
+
+
+def edge_distance(x: Array, y: Array, area: Drivable) -> Array:
+    """Signed distance [m] of points (...) to the drivable ``area``'s edge: the largest over
     lanes of (width / 2 - distance to the lane's centre segments); > 0 inside, < 0 off-road.
     Segments are clipped at the route ends (past every lane's end is off-road). The lane
     axis is innermost and the nearest segment is taken segment by segment over it, so XLA:CPU
     reads each segment's lanes as one contiguous vector (BENCHMARKS.md "Nearest segments by
     selects")."""
-    lanes = jax.tree_util.tree_map(lambda v: jnp.swapaxes(v, -1, -2), lane_segments(road.centers))  # (S, L)
+    lanes = area.seg  # (S, L)
     px = x[..., None, None] - lanes.ax
     py = y[..., None, None] - lanes.ay
     dist2 = segment_dist2(px, py, lanes.ux, lanes.uy, lanes.length, lanes.ok)  # (..., S, L)
-    depth = 0.5 * road.widths - jnp.sqrt(_nearest(dist2, -2))
-    return jnp.max(jnp.where(road.lane_valid, depth, -jnp.inf), axis=-1)
+    depth = 0.5 * area.widths - jnp.sqrt(_nearest(dist2, -2))
+    return jnp.max(jnp.where(area.lane_valid, depth, -jnp.inf), axis=-1)
 
 
 def box_corners(x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array, width: Array):
@@ -222,7 +241,7 @@ def box_corners(x: Array, y: Array, cos_h: Array, sin_h: Array, length: Array, w
     ] + v * cos_h[..., None]
 
 
-def box_edge_distance(x, y, cos_h, sin_h, length, width, road: RoadMap) -> Array:
+def box_edge_distance(x, y, cos_h, sin_h, length, width, area: Drivable) -> Array:
     """Signed edge distance (:func:`edge_distance`) of a box's worst corner; (...)."""
     cx, cy = box_corners(x, y, cos_h, sin_h, length, width)
-    return jnp.min(edge_distance(cx, cy, road), axis=-1)
+    return jnp.min(edge_distance(cx, cy, area), axis=-1)

@@ -26,12 +26,7 @@ from drivesim.core.materialize import stores_by_branch
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.policies import EgoInputs, get_policy
-from drivesim.core.road import (
-    Projection,
-    agent_segments,
-    point_at,
-    project,
-)
+from drivesim.core.road import Drivable, Projection, agent_segments, drivable, point_at, project
 from drivesim.core.road_users import kind_limits, kind_metrics
 from drivesim.core.search_choice import of_scenarios as platform_searches
 from drivesim.core.step_metrics import EgoBefore, step_info
@@ -55,8 +50,8 @@ class SimState:
     there anyway, and the search then has one consumer, so XLA evaluates it once instead of
     once per row it feeds); step t (); ego start arc length (); the largest box diagonal ()
     (window-overflow reach); the smallest separation between routes of different groups ()
-    (core.certificate); the crossings of its straight routes (core.junction); the running
-    metrics."""
+    (core.certificate); the crossings of its straight routes (core.junction); its drivable
+    area laid out for the road-edge tests (core.road.drivable); the running metrics."""
 
     agents: SortedAgents
     proj: Projection
@@ -67,6 +62,7 @@ class SimState:
     reach: Array
     cross_sep: Array
     crossings: junction.Crossings
+    drivable: Drivable
     metrics: MetricsState
 
 
@@ -145,6 +141,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         reach=reach,
         cross_sep=cross_sep,
         crossings=crossings,
+        drivable=drivable(scenario.road),
         metrics=replace(init_metrics(), overflow=~certified),
     )
 
@@ -379,6 +376,7 @@ def advance(
         reach=state.reach,
         cross_sep=state.cross_sep,
         crossings=state.crossings,
+        drivable=state.drivable,
         metrics=metrics,
     )
     return new_state, info

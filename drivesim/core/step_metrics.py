@@ -50,7 +50,7 @@ def step_info(
     ego_speed, ego_accel_old = ego_pre.speed, ego_pre.accel
     veh_gap, veh_lead = ego_pre.vehicle_gap, ego_pre.vehicle_lead_speed
     pairs, hit_any, partner = collisions(agents, config, zone)
-    road_edges = edges.search(agents, scenario.road, config, full_edges)
+    road_edges = edges.search(agents, state.drivable, config, full_edges)
     road_edges, hit_any = jax.lax.optimization_barrier((road_edges, hit_any))
     off = road_edges.off
     finite = jnp.isfinite(agents.x) & jnp.isfinite(agents.y) & jnp.isfinite(agents.heading)
