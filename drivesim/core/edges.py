@@ -137,9 +137,9 @@ def _near_slots(near: Array, cap: int) -> Array:
 
 def search(a, area: road.Drivable, config: SimConfig, full_edges: Array | bool | None = None) -> EdgeSearch:
     """The step's EdgeSearch for SortedAgents ``a`` on the drivable ``area``
-    (core.road.drivable). full_edges: an unbatched
-    () bool that picks every lane for every corner under a real conditional (the exact
-    fallback's second round, core.fallback), True: every lane, or None: as ``config`` says."""
+    (core.road.drivable). full_edges: an unbatched () bool that picks every lane for every
+    corner under a real conditional (the exact fallback's second round, core.fallback),
+    True: every lane, or None: as ``config`` says."""
     ego_edge = _box_edges([v[None] for v in ego_values(a.is_ego, _box_rows(a))], area)[0]
     if all_lanes(config) or full_edges is True:
         off, fits = _every_lane(a, area)
