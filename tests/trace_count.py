@@ -3,7 +3,7 @@ and counting what a compiled program holds.
 
 ``counting_policy(base)`` registers a copy of an ego policy whose ``act`` bumps a counter each
 time JAX traces it: one rollout trace (a compilation of the batched program) = one more.
-``conditionals(compiled)`` counts the real conditionals of a compiled program.
+``conditionals(hlo_text)`` counts the real conditionals of a compiled program's text.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def counting_policy(base: EgoPolicy) -> tuple[EgoPolicy, TraceCounter]:
     return register_policy(policy), counter
 
 
-def conditionals(compiled) -> int:
-    """How many real conditionals (HLO ``conditional``) a compiled program holds."""
-    return len(re.findall(r" conditional\(", compiled.as_text()))
+def conditionals(hlo_text: str) -> int:
+    """How many real conditionals (HLO ``conditional``) a compiled program holds, from its
+    text (``jax.jit(f).lower(...).compile().as_text()``)."""
+    return len(re.findall(r" conditional\(", hlo_text))
