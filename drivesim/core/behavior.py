@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from drivesim.core import trig
+from drivesim.core.matmul import matmul
 from drivesim.core.types import Array, IDMParams, MLPParams, SimConfig
 
 MIN_GAP = 0.01  # [m] gaps below this are treated as this (keeps the IDM finite)
@@ -100,7 +101,7 @@ def mlp_forward(params: MLPParams, obs: Array) -> Array:
     h = obs
     last = len(params.weights) - 1
     for i, (w, b) in enumerate(zip(params.weights, params.biases, strict=True)):
-        h = h @ w + b
+        h = matmul(h, w) + b
         h = jnp.tanh(h) if i < last else h
     return jnp.tanh(h)
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import jax
 import jax.numpy as jnp
 
+from drivesim.core.matmul import matmul
 from drivesim.core.types import Array, RoadMap, pytree_dataclass
 
 _EPS = 1e-9
@@ -84,9 +85,9 @@ def agent_segments(road: RoadMap, route: Array) -> RouteSegments:
 
     def pick(values):  # (L, S) -> (S, N)
         finite = jnp.where(jnp.isfinite(values), values, 0.0).T
-        picked = finite @ onehot
-        pos_inf = (values == jnp.inf).astype(jnp.float32).T @ onehot
-        neg_inf = (values == -jnp.inf).astype(jnp.float32).T @ onehot
+        picked = matmul(finite, onehot)
+        pos_inf = matmul((values == jnp.inf).astype(jnp.float32).T, onehot)
+        neg_inf = matmul((values == -jnp.inf).astype(jnp.float32).T, onehot)
         return jnp.where(pos_inf > 0, jnp.inf, jnp.where(neg_inf > 0, -jnp.inf, picked))
 
     return RouteSegments(**{name: pick(getattr(lanes, name)) for name in RouteSegments.__dataclass_fields__})

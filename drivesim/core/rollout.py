@@ -23,6 +23,7 @@ from drivesim.core.dynamics import bicycle_step
 from drivesim.core.fallback import exact_config, exact_fallback
 from drivesim.core.lifecycle import end_of_route, entry_position, replay_log
 from drivesim.core.materialize import stores_by_branch
+from drivesim.core.matmul import matmul
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.policies import EgoInputs, get_policy
@@ -88,7 +89,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     rows = [
         ag.length,
         ag.width,
-        onehot @ scenario.road.widths,
+        matmul(onehot, scenario.road.widths),
         scenario.stop_s,
         idm.v0,
         idm.T,
@@ -101,7 +102,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         jnp.arange(n),
         replay,
         ag.route,
-        jnp.where(ag.valid, onehot @ groups, num_lanes),
+        jnp.where(ag.valid, matmul(onehot, groups), num_lanes),
         ag.kind,
         layout.on_bent,
     ]
