@@ -10,7 +10,7 @@ from typing import overload
 
 import jax.numpy as jnp
 
-from drivesim.core.road import RouteSegments
+from drivesim.core.road import RouteSegments, from_rows
 from drivesim.core.trig import sin_cos
 from drivesim.core.types import Array, IDMParams, pytree_dataclass
 
@@ -34,7 +34,6 @@ PROP_ROWS = (
     "kind",
     "bent",
 )
-SEG_FIELDS = tuple(RouteSegments.__dataclass_fields__)
 _BOOL_ROWS = {"base_valid", "is_ego", "replay", "bent"}
 _INT_ROWS = {"agent_id", "route", "kind"}
 
@@ -68,8 +67,8 @@ class SortedAgents:
         agent is present now; outcome: (N,) int32 bits of what happened to the agent so
         far (1: collided, 2: off-road). Separate leaves: stacking them would make XLA transpose
         (rows, B, N) -> (B, rows, N) inside the step's main loop.
-    props: (18 + 9 S, N) float32 static rows PROP_ROWS then the route segments (S rows per
-        RouteSegments field), packed so one permutation moves them all. base_valid: slot
+    props: (18 + 6 S + 1, N) float32 static rows PROP_ROWS then the route segments
+        (core.road.route_rows), packed so one permutation moves them all. base_valid: slot
         holds an agent; agent_id: slot index in the scenario's original order; bent: the
         agent's route bends and its pairs are searched directly (drivesim.core.bends). Read them
         through the row attributes below (``a.length``, ``a.idm``, ``a.seg`` ...): (N,)
@@ -118,9 +117,7 @@ class SortedAgents:
 
     @property
     def seg(self) -> RouteSegments:
-        rows = self.props[len(PROP_ROWS) :]
-        s = rows.shape[0] // len(SEG_FIELDS)
-        return RouteSegments(**{f: rows[i * s : (i + 1) * s] for i, f in enumerate(SEG_FIELDS)})
+        return from_rows(self.props[len(PROP_ROWS) :])
 
 
 def dyn_fields(x, y, heading, speed, accel, valid) -> dict:

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from drivesim.core.behavior import follow_acceleration
 from drivesim.core.lane_order import LaneNeighbours, every_lane, in_lane, rows_of
-from drivesim.core.road import RouteSegments, lane_segments
+from drivesim.core.road import RouteSegments, lane_segments, route_rows
 from drivesim.core.types import (
     Array,
     IDMParams,
@@ -274,7 +274,7 @@ def decide(a, road: RoadMap, t: Array, dt: float):
 def _switch(a, road: RoadMap, fr: LaneFrames, lateral: Array):
     """Agents changing lanes whose centre lies inside the target lane's corridor: route,
     lane width and route segments set to the target lane, ``shift`` to 0."""
-    from drivesim.core.agents import PROP_ROWS, SEG_FIELDS  # agents' users import this module
+    from drivesim.core.agents import PROP_ROWS  # agents' users import this module
 
     lane = a.lane
     num_lanes = fr.ax.shape[0]
@@ -288,9 +288,7 @@ def _switch(a, road: RoadMap, fr: LaneFrames, lateral: Array):
     props = props.at[PROP_ROWS.index("route")].set(route.astype(jnp.float32))
     width = jnp.where(crossed, target_width, a.lane_width)
     props = props.at[PROP_ROWS.index("lane_width")].set(width)
-    seg = _segments_of(road, route)
-    old = a.seg
-    rows = [jnp.where(crossed[None, :], getattr(seg, f), getattr(old, f)) for f in SEG_FIELDS]
-    props = jnp.concatenate([props[: len(PROP_ROWS)]] + rows, axis=0)
+    rows = jnp.where(crossed[None, :], route_rows(_segments_of(road, route)), props[len(PROP_ROWS) :])
+    props = jnp.concatenate([props[: len(PROP_ROWS)], rows], axis=0)
     lane = lane.at[LANE_ROWS.index("shift")].set(jnp.where(crossed, 0.0, lane_row(lane, "shift")))
     return replace(a, props=props, lane=lane)

@@ -20,6 +20,7 @@ from drivesim.core.types import Array, RoadMap, pytree_dataclass
 
 _EPS = 1e-9
 _UNROLLED_SEGMENTS = 16  # lanes of up to this many segments take their nearest one unrolled
+MIN_SEGMENT = 1e-6  # [m] a segment longer than this is real, a shorter one padding
 
 
 @pytree_dataclass
@@ -50,7 +51,7 @@ def lane_segments(centers: Array) -> RouteSegments:
     dx = b[..., 0] - a[..., 0]
     dy = b[..., 1] - a[..., 1]
     length = jnp.sqrt(dx * dx + dy * dy)
-    ok = length > 1e-6
+    ok = length > MIN_SEGMENT
     safe = jnp.where(ok, length, 1.0)
     ux = jnp.where(ok, dx / safe, 1.0)
     uy = jnp.where(ok, dy / safe, 0.0)
@@ -91,6 +92,35 @@ def agent_segments(road: RoadMap, route: Array) -> RouteSegments:
         return jnp.where(pos_inf > 0, jnp.inf, jnp.where(neg_inf > 0, -jnp.inf, picked))
 
     return RouteSegments(**{name: pick(getattr(lanes, name)) for name in RouteSegments.__dataclass_fields__})
+
+
+STORED = ("ax", "ay", "ux", "uy", "length", "s0")  # the fields route_rows stores, in order
+
+
+def route_rows(seg: RouteSegments) -> Array:
+    """Agents' route segments (fields (S, N)) as the (6 S + 1, N) float32 rows that move with
+    the agents: the STORED fields, then each route's last real segment (-1: a route that
+    matches no lane, every field 0). lo, hi and ok follow from these (:func:`from_rows`), so
+    a permutation of the agents moves 6 S + 1 rows, not 9 S."""
+    index = jnp.arange(seg.ok.shape[0], dtype=jnp.float32)[:, None]
+    last = jnp.max(jnp.where(seg.ok > 0, index, 0.0), axis=0)
+    last = jnp.where(seg.lo[0] == -jnp.inf, last, -1.0)  # a lane's first segment opens backwards
+    return jnp.concatenate([getattr(seg, f) for f in STORED] + [last[None]], axis=0)
+
+
+def from_rows(rows: Array) -> RouteSegments:
+    """The RouteSegments (fields (S, N)) of :func:`route_rows`' rows (6 S + 1, N), the same
+    bits as the segments packed: ok is length > MIN_SEGMENT (:func:`lane_segments`), lo -inf on the
+    first segment, hi +inf on the last real one."""
+    s = (rows.shape[0] - 1) // len(STORED)
+    fields = {f: rows[i * s : (i + 1) * s] for i, f in enumerate(STORED)}
+    last = rows[-1]
+    index = jnp.arange(s, dtype=jnp.float32)[:, None]
+    length = fields["length"]
+    fields["ok"] = (length > MIN_SEGMENT).astype(jnp.float32)
+    fields["lo"] = jnp.where((index == 0) & (last >= 0.0), -jnp.inf, 0.0)
+    fields["hi"] = jnp.where(index == last, jnp.inf, length)
+    return RouteSegments(**fields)
 
 
 @pytree_dataclass
@@ -194,7 +224,7 @@ def min_of(parts: Iterable[Array]) -> Array:
 def lane_ok(centers: Array) -> Array:
     """(L, S) float32: 1.0 for real (non-zero length) segments of lane polylines (L, P, 2)."""
     d = centers[..., 1:, :] - centers[..., :-1, :]
-    return (jnp.sqrt(jnp.sum(d * d, axis=-1)) > 1e-6).astype(jnp.float32)
+    return (jnp.sqrt(jnp.sum(d * d, axis=-1)) > MIN_SEGMENT).astype(jnp.float32)
 
 
 @pytree_dataclass

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core import behavior, certificate, interactions, junction, mobil, neighbours, signals, switches
-from drivesim.core.agents import PROP_ROWS, SEG_FIELDS, SortedAgents, dyn_fields
+from drivesim.core.agents import PROP_ROWS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
 from drivesim.core.fallback import exact_config, exact_fallback
@@ -27,7 +27,7 @@ from drivesim.core.matmul import matmul
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.policies import EgoInputs, get_policy
-from drivesim.core.road import Drivable, Projection, agent_segments, drivable, point_at, project
+from drivesim.core.road import Drivable, Projection, agent_segments, drivable, point_at, project, route_rows
 from drivesim.core.road_users import kind_limits, kind_metrics
 from drivesim.core.search_choice import of_scenarios as platform_searches
 from drivesim.core.step_metrics import EgoBefore, step_info
@@ -106,9 +106,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         ag.kind,
         layout.on_bent,
     ]
-    props = jnp.concatenate(
-        [jnp.stack([f32(r) for r in rows])] + [getattr(seg, f) for f in SEG_FIELDS], axis=0
-    )
+    props = jnp.concatenate([jnp.stack([f32(r) for r in rows]), route_rows(seg)], axis=0)
     key = interactions.sort_key(x, y, ag.valid, scenario.road.sort_axis)
     order = jnp.lexsort((key, props[PROP_ROWS.index("group")]))
     outcome = jnp.zeros(n, jnp.int32)
