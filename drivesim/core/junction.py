@@ -91,11 +91,21 @@ class ZoneSearch(NamedTuple):
     fits: Array
 
 
+# Up to this many slots, members() counts them over an (N, N) triangle: XLA:CPU runs a
+# cumulative sum as a slow reduce-window (0.94-0.97x the time at 32 agents), but at 128 agents
+# the triangle is 1.2-1.6x slower (BENCHMARKS.md "Members counted over a triangle").
+TRIANGLE_SLOTS = 32
+
+
 def members(inside: Array, capacity: int) -> tuple[Array, Array]:
     """Sorted slot of each agent with ``inside`` (N,) bool, in slot order, (capacity,)
     int32 (-1: empty row), and () bool: all of them fit."""
     n = inside.shape[0]
-    count = jnp.cumsum(inside.astype(jnp.int32))  # members up to and including each slot
+    if n <= TRIANGLE_SLOTS:  # members up to and including each slot, over an (N, N) triangle
+        slot = jnp.arange(n)
+        count = jnp.sum((slot[:, None] >= slot[None, :]) & inside[None, :], axis=1, dtype=jnp.int32)
+    else:
+        count = jnp.cumsum(inside.astype(jnp.int32))
     # member k sits at the first slot where the running count exceeds k
     first = jnp.sum((count[None, :] <= jnp.arange(capacity)[:, None]).astype(jnp.int32), axis=1)
     return jnp.where(first < n, first, -1), count[-1] <= capacity

@@ -141,3 +141,16 @@ def test_highway_results_do_not_depend_on_intersections_in_the_batch():
 def test_junction_capacity_is_checked(bad):
     with pytest.raises(ValueError, match="junction_capacity"):
         SimConfig(junction_capacity=bad)
+
+
+@pytest.mark.parametrize("slots", [8, junction.TRIANGLE_SLOTS, 40])  # both ways of counting
+def test_members_are_the_first_slots_in_order(slots):
+    rng = np.random.default_rng(slots)
+    for capacity in (2, 5, slots):
+        for _ in range(20):
+            inside = rng.random(slots) < rng.uniform(0.0, 0.5)
+            members, fits = junction.members(jnp.asarray(inside), capacity)
+            want = np.flatnonzero(inside)[:capacity]
+            want = np.concatenate([want, np.full(capacity - len(want), -1)])
+            assert np.array_equal(np.asarray(members), want)
+            assert bool(fits) == (inside.sum() <= capacity)
