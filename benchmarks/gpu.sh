@@ -4,14 +4,15 @@
 # its figure, not the others'; the default steps fit a 10-minute call.
 # Usage (on a machine with a CUDA jax; wheels for missing packages may be put in .whl/, which
 # benchmarks/gpu_wheels.sh fills beforehand on a machine with network access):
-#   [STEPS="engine base families variants campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
-# STEPS picks the steps (default: all but variants, which fits a call of its own:
+#   [STEPS="engine base families variants platforms campaign demo"] bash benchmarks/gpu.sh [OUTDIR]
+# STEPS picks the steps (default: all but variants and platforms, which fit a call of their own:
 # STEPS=variants; VARIANT_FAMILIES, VARIANTS and VARIANTS_LIMIT pick its families, variants
-# and time limit, see benchmarks/engine_variants.py). ENGINE_AGENTS: the engine step's agent
+# and time limit, see benchmarks/engine_variants.py; STEPS=platforms compares the device's
+# metrics with the CPU's, benchmarks/cross_platform.py). ENGINE_AGENTS: the engine step's agent
 # counts (8 32 128 by default). base runs only where BASE_TREE names another checkout's root
 # (its engine, right after this one's); demo reads the CommonRoad files from $DRIVESIM_DATA/commonroad where
 # ../shared/data is not there.
-# Writes OUTDIR/engine.jsonl, base.jsonl, families.jsonl, campaign.jsonl, variants.txt and
+# Writes OUTDIR/engine.jsonl, base.jsonl, families.jsonl, campaign.jsonl, variants.txt, platforms.txt and
 # demo.log, and prints a short table.
 set -uo pipefail
 out=${1:-runs/gpu}
@@ -50,6 +51,10 @@ if want variants; then
     --families ${VARIANT_FAMILIES:-highway highway:128 intersection_turns merge} \
     --variants ${VARIANTS:-window all_pairs_own_route} > "$out/variants.txt"
   cat "$out/variants.txt"
+fi
+if want platforms; then
+  step "${PLATFORMS_LIMIT:-480}" platforms python3 benchmarks/cross_platform.py --scenarios 512 > "$out/platforms.txt"
+  cat "$out/platforms.txt"
 fi
 want families && step 150 families "${ds[@]}" bench engine --agents 32 --scenarios 4096 --repeats 5 --json --out "$out/b" \
   --family intersection_turns --family merge --family intersection > "$out/families.jsonl"
