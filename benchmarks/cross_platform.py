@@ -30,7 +30,7 @@ def _metrics(batch, device, config: SimConfig) -> dict[str, np.ndarray]:
     """Every metric of ``batch`` simulated on ``device``, as host arrays by name."""
     placed = jax.device_put(batch, device)
     searches = switches.of_batch(placed, config)
-    jax.clear_caches()
+    jax.clear_caches()  # inner jitted functions would keep their trace at the other precision
     run = jax.jit(lambda sc, p: rollout_batch(sc, p, config, searches=searches))
     out = jax.device_get(run(placed, jax.device_put(idm_policy(), device)))
     return {

@@ -3,7 +3,8 @@ and counting what a compiled program holds.
 
 ``counting_policy(base)`` registers a copy of an ego policy whose ``act`` bumps a counter each
 time JAX traces it: one rollout trace (a compilation of the batched program) = one more.
-``conditionals(hlo_text)`` counts the real conditionals of a compiled program's text.
+``conditionals(hlo_text)`` counts the real conditionals of a compiled program's text;
+``product_precisions(text)`` lists the precision of each matrix product of a lowered one.
 """
 
 from __future__ import annotations
@@ -44,3 +45,15 @@ def conditionals(hlo_text: str) -> int:
     """How many real conditionals (HLO ``conditional``) a compiled program holds, from its
     text (``jax.jit(f).lower(...).compile().as_text()``)."""
     return len(re.findall(r" conditional\(", hlo_text))
+
+
+def product_precisions(program_text: str) -> list[str]:
+    """The operand precisions of every matrix product (``stablehlo.dot_general``) in a lowered
+    program's text (``jax.jit(f).lower(...).as_text()``, nested bodies included), one
+    "HIGHEST,HIGHEST" / "DEFAULT,DEFAULT" ... per product ("none" where it names none)."""
+    found = []
+    for line in program_text.splitlines():
+        if "stablehlo.dot_general" in line:
+            match = re.search(r"precision = \[(\w+), (\w+)\]", line)
+            found.append(",".join(match.groups()) if match else "none")
+    return found

@@ -2,8 +2,8 @@
 
 JAX's default precision for a float32 matmul on NVIDIA GPUs since Ampere rounds each operand
 to TensorFloat-32 (10 mantissa bits): the one-hot pick of a route segment 3 km from the
-origin would move it by up to 1 m there. The check reads the traced program (no GPU needed),
-so a product added without the precision fails here on any machine.
+origin would move it by up to 1 m there. The check reads the lowered program (no GPU
+needed), so a product added without the precision fails here on any machine.
 """
 
 from __future__ import annotations
@@ -12,49 +12,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from trace_count import product_precisions
 
 from drivesim.bench.workloads import Workload, make_batch
-from drivesim.core.matmul import PRECISION, matmul
+from drivesim.core.matmul import matmul
 from drivesim.core.observation import observation_size
 from drivesim.core.policies import idm_policy, init_mlp
 from drivesim.core.rollout import rollout_batch
 from drivesim.core.types import LaneChangeConfig, SimConfig
 
-FULL = (PRECISION, PRECISION)
-
-
-def _sub_jaxprs(value) -> list:
-    """The jaxprs inside an equation parameter (a closed jaxpr, a jaxpr, or tuples of them)."""
-    if hasattr(value, "jaxpr") and hasattr(value, "consts"):
-        return [value.jaxpr]
-    if hasattr(value, "eqns"):
-        return [value]
-    if isinstance(value, tuple | list):
-        return [j for v in value for j in _sub_jaxprs(v)]
-    return []
-
-
-def dot_precisions(closed) -> list:
-    """The ``precision`` of every dot_general in a closed jaxpr, sub-programs included."""
-    found: list = []
-
-    def walk(jaxpr) -> None:
-        for eqn in jaxpr.eqns:
-            if eqn.primitive.name == "dot_general":
-                found.append(eqn.params["precision"])
-            for value in eqn.params.values():
-                for sub in _sub_jaxprs(value):
-                    walk(sub)
-
-    walk(closed.jaxpr)
-    return found
+FULL = "HIGHEST,HIGHEST"
 
 
 def test_the_check_sees_a_default_precision_product():
-    x = jnp.ones((3, 3), jnp.float32)
-    found = dot_precisions(
-        jax.make_jaxpr(lambda a: jax.lax.cond(a[0, 0] > 0, lambda b: b @ b, lambda b: b, a))(x)
-    )
+    def branchy(a):  # a default-precision product inside a conditional
+        return jax.lax.cond(a[0, 0] > 0, lambda b: b @ b, lambda b: b, a)
+
+    found = product_precisions(jax.jit(branchy).lower(jnp.ones((3, 3), jnp.float32)).as_text())
     assert found and found[0] != FULL
 
 
@@ -79,8 +53,8 @@ CASES = {
 def test_every_engine_product_is_full_float32(name):
     family, config, policy = CASES[name]
     batch = make_batch(Workload(2, 8, 4, family))
-    closed = jax.make_jaxpr(lambda sc, p: rollout_batch(sc, p, config))(batch, policy)
-    found = dot_precisions(closed)
+    text = jax.jit(lambda sc, p: rollout_batch(sc, p, config)).lower(batch, policy).as_text()
+    found = product_precisions(text)
     assert found, "the engine traced no product: the check would pass vacuously"
     assert all(p == FULL for p in found), [p for p in found if p != FULL]
 
