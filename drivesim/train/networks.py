@@ -5,7 +5,8 @@ The actor's mean network is exactly an engine :class:`~drivesim.core.types.MLPPa
 so the deterministic trained policy is what ``drivesim run --policy mlp:FILE`` evaluates.
 Exploration is a diagonal Gaussian around that mean in the actor's unit action space
 (the environment clips to the control limits). The critic is a separate MLP that also sees
-the elapsed fraction of the episode.
+the elapsed fraction of the episode. Both run their products at full float32 precision on
+every platform (drivesim.core.matmul), so a GPU trains on the values a CPU computes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core.behavior import mlp_forward
+from drivesim.core.matmul import matmul
 from drivesim.core.types import Array, MLPParams, pytree_dataclass
 
 
@@ -62,9 +64,9 @@ def critic_value(params: ActorCritic, obs: Array, time_frac: Array) -> Array:
     h = jnp.concatenate([obs, time_frac[..., None]], axis=-1)
     layers = list(zip(params.critic.weights, params.critic.biases, strict=True))
     for w, b in layers[:-1]:
-        h = jnp.tanh(h @ w + b)
+        h = jnp.tanh(matmul(h, w) + b)
     w, b = layers[-1]
-    return (h @ w + b)[..., 0]
+    return (matmul(h, w) + b)[..., 0]
 
 
 def log_prob(params: ActorCritic, mean: Array, action: Array) -> Array:
