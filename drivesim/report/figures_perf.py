@@ -123,20 +123,31 @@ def phases_section(data: CampaignData) -> Section:
 
 
 def _phase_bars(phases: list[dict]) -> go.Figure:
-    """Stacked bars of phase seconds per batch (binned to at most MAX_BARS bars)."""
+    """Stacked bars of phase seconds per batch (binned to at most MAX_BARS bars), one bar
+    per batch in id order, equally spaced whatever gaps the ids have (a campaign's sources
+    number their batches apart), each labelled with its batch id or id range."""
     ids = column(phases, "batch_id")
     order = np.argsort(ids, kind="stable")
     fig = go.Figure()
     edges = np.linspace(0, len(order), min(MAX_BARS, len(order)) + 1).astype(int)
     binned = len(order) > MAX_BARS
-    x = ids[order][edges[:-1]]
+    x = [
+        _id_range(ids[order][start], ids[order][stop - 1])
+        for start, stop in zip(edges[:-1], edges[1:], strict=True)
+    ]
     for key, label in PHASES:
         values = np.nan_to_num(column(phases, key)[order])
         y = np.add.reduceat(values, edges[:-1]) / np.diff(edges)
         fig.add_bar(x=x, y=y, name=label)
     fig.update_layout(barmode="stack")
+    fig.update_xaxes(type="category")
     title = "Phase breakdown per batch" + (" (mean per group of batches)" if binned else "")
     return layout(fig, title, "batch id", "seconds")
+
+
+def _id_range(first, last) -> str:
+    """A bar's label: one batch id, or the first and last of a group."""
+    return f"{int(first)}" if first == last else f"{int(first)}-{int(last)}"
 
 
 def memory_section(data: CampaignData) -> Section:

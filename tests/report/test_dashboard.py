@@ -106,3 +106,23 @@ def test_live_options_add_polling(campaign_dir):
     html = render_dashboard(load_campaign(campaign_dir), DashboardOptions(live_poll_s=1.5, version="abc"))
     assert "fetch('/version'" in html and '"abc"' in html and ",1500)" in html
     assert "fetch('/version'" not in render_dashboard(load_campaign(campaign_dir))
+
+
+def test_phase_bars_are_evenly_spaced_and_labelled_by_batch_id():
+    from drivesim.report import figures_perf
+
+    ids = [603, 0, 402, 1, 600]  # sources number their batches apart
+    phases = [{"batch_id": i, "compute_s": 1.0 + i, "compile_s": 0.5} for i in ids]
+    fig = figures_perf._phase_bars(phases)
+    assert fig.layout.xaxis.type == "category"
+    assert list(fig.data[0].x) == ["0", "1", "402", "600", "603"]
+    compute = next(bar for bar in fig.data if bar.name == "compute")
+    assert list(compute.y) == [1.0, 2.0, 403.0, 601.0, 604.0]
+
+    many = [{"batch_id": 2 * i, "compute_s": 1.0} for i in range(2 * figures_perf.MAX_BARS)]
+    binned = figures_perf._phase_bars(many)
+    assert len(binned.data[0].x) == figures_perf.MAX_BARS
+    assert (
+        binned.data[0].x[0] == "0-2"
+        and binned.data[0].x[-1] == f"{4 * figures_perf.MAX_BARS - 4}-{4 * figures_perf.MAX_BARS - 2}"
+    )
