@@ -126,3 +126,15 @@ def test_phase_bars_are_evenly_spaced_and_labelled_by_batch_id():
         binned.data[0].x[0] == "0-2"
         and binned.data[0].x[-1] == f"{4 * figures_perf.MAX_BARS - 4}-{4 * figures_perf.MAX_BARS - 2}"
     )
+
+
+def test_rates_keep_their_digits():
+    from drivesim.report.figures_perf import rate
+
+    assert [rate(v) for v in (0.1428, 2.274, 15.33, 123.4, 45678.9)] == [
+        "0.143",
+        "2.27",
+        "15.3",
+        "123",
+        "45,679",
+    ]
