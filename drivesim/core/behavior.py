@@ -98,12 +98,18 @@ def conflict_busy(
 
 def mlp_forward(params: MLPParams, obs: Array) -> Array:
     """MLP (obs_dim,) -> (2,) raw outputs in (-1, 1): tanh hidden layers, tanh output."""
-    h = obs
+    return jnp.tanh(mlp_linear_out(params, obs))
+
+
+def mlp_linear_out(params: MLPParams, x: Array) -> Array:
+    """MLP (..., in) -> (..., out): tanh hidden layers, a linear last layer, every product at
+    full float32 (core.matmul); the policy's body and the training critic's whole network."""
+    h = x
     last = len(params.weights) - 1
     for i, (w, b) in enumerate(zip(params.weights, params.biases, strict=True)):
         h = matmul(h, w) + b
         h = jnp.tanh(h) if i < last else h
-    return jnp.tanh(h)
+    return h
 
 
 def action_from_unit(unit: Array, config: SimConfig) -> tuple[Array, Array]:

@@ -134,11 +134,12 @@ def _phase_bars(phases: list[dict]) -> go.Figure:
     number their batches apart), each labelled with its batch id or id range."""
     ids = column(phases, "batch_id")
     order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
     fig = go.Figure()
     edges = np.linspace(0, len(order), min(MAX_BARS, len(order)) + 1).astype(int)
     binned = len(order) > MAX_BARS
     x = [
-        _id_range(ids[order][start], ids[order][stop - 1])
+        _id_range(sorted_ids[start], sorted_ids[stop - 1])
         for start, stop in zip(edges[:-1], edges[1:], strict=True)
     ]
     for key, label in PHASES:

@@ -16,8 +16,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from drivesim.core.behavior import mlp_forward
-from drivesim.core.matmul import matmul
+from drivesim.core.behavior import mlp_forward, mlp_linear_out
 from drivesim.core.types import Array, MLPParams, pytree_dataclass
 
 
@@ -62,11 +61,7 @@ def actor_mean(params: ActorCritic, obs: Array) -> Array:
 def critic_value(params: ActorCritic, obs: Array, time_frac: Array) -> Array:
     """State value (...) from observations (..., obs_size) and elapsed fraction (...)."""
     h = jnp.concatenate([obs, time_frac[..., None]], axis=-1)
-    layers = list(zip(params.critic.weights, params.critic.biases, strict=True))
-    for w, b in layers[:-1]:
-        h = jnp.tanh(matmul(h, w) + b)
-    w, b = layers[-1]
-    return (matmul(h, w) + b)[..., 0]
+    return mlp_linear_out(params.critic, h)[..., 0]
 
 
 def log_prob(params: ActorCritic, mean: Array, action: Array) -> Array:
