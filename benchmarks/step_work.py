@@ -20,27 +20,22 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import jax
 
+from drivesim.bench.harness import HarnessConfig, time_calls
 from drivesim.bench.step_work import FamilyProgram, family_program
 
 
 def _timed(programs: list[FamilyProgram], rounds: int) -> list[list[float]]:
     """Wall seconds per call of each program (best of 3), ``rounds`` rounds in alternating order."""
     for program in programs:
-        program.run()  # warm-up
+        jax.block_until_ready(program.run())  # warm-up
+    three = HarnessConfig(repeats=3, warmup=0)
     times: list[list[float]] = [[] for _ in programs]
     for r in range(rounds):
-        order = range(len(programs)) if r % 2 == 0 else reversed(range(len(programs)))
-        for i in order:
-            calls = []
-            for _ in range(3):
-                start = time.perf_counter()
-                programs[i].run()
-                calls.append(time.perf_counter() - start)
-            times[i].append(min(calls))
+        for i in range(len(programs)) if r % 2 == 0 else reversed(range(len(programs))):
+            times[i].append(min(time_calls(programs[i].run, three)))
     return times
 
 
@@ -59,23 +54,22 @@ def main() -> None:
     print(f"device: {jax.devices()[0].device_kind} x {len(jax.devices())}, JAX {jax.__version__}")
     programs = [family_program(spec, args.scenarios, args.steps) for spec in args.families]
     works = [p.work() for p in programs]
-    tops = [w.by_file() if args.by == "file" else w for w in works]
-    per = [p.per_scenario_step() for p in programs]
+    per = [w.total() / p.share for p, w in zip(programs, works, strict=True)]
     print("| family | agents | elements per scenario-step | arithmetic | moved | ratio to the first |")
     print("|---|---|---|---|---|---|")
     for program, work, counted in zip(programs, works, per, strict=True):
-        share = program.workload.scenarios
-        arith, moved = sum(work.arith.values()) / share, sum(work.moved.values()) / share
+        arith, moved = sum(work.arith.values()) / program.share, sum(work.moved.values()) / program.share
         print(
             f"| {program.workload.family} | {program.workload.agents} | {counted:,.0f} | "
             f"{arith:,.0f} | {moved:,.0f} | {counted / per[0]:.2f} |"
         )
     print(f"\n| family | agents | {args.by} | elements per scenario-step | share |")
     print("|---|---|---|---|---|")
-    for program, work in zip(programs, tops, strict=True):
+    for program, work in zip(programs, works, strict=True):
+        top = work.by_file() if args.by == "file" else work
         label = f"{program.workload.family} | {program.workload.agents}"
-        for name, arith, moved in work.top(args.top):
-            elements = (arith + moved) / program.workload.scenarios
+        for name, arith, moved in top.top(args.top):
+            elements = (arith + moved) / program.share
             print(f"| {label} | `{name}` | {elements:,.0f} | {(arith + moved) / work.total():.0%} |")
     if args.rounds:
         devices = len(jax.devices())

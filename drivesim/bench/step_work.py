@@ -5,7 +5,7 @@ A timing on a shared 2-core host needs alternating rounds over minutes and still
 several percent; this count is the same on every run and takes one compilation. It counts
 work, not time: an operation XLA runs one element at a time costs more per element than a
 vectorised one, and fusion is not seen. On 8 CPU devices the four synthetic families took
-0.92-1.01 of highway's time per counted element (BENCHMARKS.md "Work per step").
+0.89-1.00 of highway's time per counted element (BENCHMARKS.md "Work per step").
 
 Counted: every instruction of the time loop's body (its op name starts with the loop of the
 first pass, :data:`STEP_LOOP`), by the size of the array it produces: ``arith``, elementwise
@@ -22,7 +22,6 @@ import collections
 import dataclasses
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import jax
@@ -46,13 +45,13 @@ STEP_LOOP = re.compile(r"^jit\([^)]*\)/vmap\([^)]*\)/while/body")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = \w+\[([\d,]*)\][^ ]* ([\w\-]+)\(%?([\w.\-]*)")
 
 
-@dataclass
+@dataclasses.dataclass
 class StepWork:
     """Elements produced per program run by the time loop's body, by attribution
     (``file.py:function``): arith and moved, each a Counter."""
 
-    arith: collections.Counter = field(default_factory=collections.Counter)
-    moved: collections.Counter = field(default_factory=collections.Counter)
+    arith: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    moved: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     def total(self) -> int:
         """Every counted element, arithmetic and moved."""
@@ -136,16 +135,18 @@ class FamilyProgram(NamedTuple):
     devices: int
 
     def work(self) -> StepWork:
-        """The StepWork of the program's run on one device (its share of the batch)."""
+        """The StepWork of the program's run on one device (its :attr:`share` of the batch);
+        parses the program's text, so call it once."""
         return count(self.compiled.as_text() or "")
 
-    def per_scenario_step(self) -> float:
-        """Counted elements per scenario and step."""
-        return self.work().total() * self.devices / self.workload.scenarios
+    @property
+    def share(self) -> float:
+        """Scenarios one device simulates: divides a StepWork into elements per scenario-step."""
+        return self.workload.scenarios / self.devices
 
     def run(self):
-        """One call of the program, waited for."""
-        return jax.block_until_ready(self.compiled(self.batch, self.policy))
+        """One call of the program (not waited for)."""
+        return self.compiled(self.batch, self.policy)
 
 
 def family_program(spec: str, scenarios: int, steps: int, devices: int = 1) -> FamilyProgram:
