@@ -40,10 +40,11 @@ def main() -> None:
 
     Before JAX starts: DEVICES_PER_CORE (4) XLA CPU devices per usable core (faster than one
     device on this engine, see drivesim.parallel.cpu_devices; XLA_FLAGS with a device count
-    wins). Campaigns give the same results whatever the device count: executors run a single CPU
-    device as a pair, or, with DRIVESIM_FMA_FREE=1, programs are FMA-free (about 16% slower;
-    see drivesim.parallel.determinism). Compiled programs are cached
-    between runs (drivesim.parallel.compile_cache; DRIVESIM_JAX_CACHE=DIR or off).
+    wins, but a count of one becomes two unless FMA-free). Campaigns give the same results
+    whatever the device count: executors run a single CPU device as a pair, or, with
+    DRIVESIM_FMA_FREE=1, programs are FMA-free (about 16% slower; see
+    drivesim.parallel.determinism). Compiled programs are cached between runs
+    (drivesim.parallel.compile_cache; DRIVESIM_JAX_CACHE=DIR or off).
     """
     from drivesim.commands.errors import run_app
     from drivesim.parallel import compile_cache, cpu_devices, determinism

@@ -14,7 +14,9 @@ Two ways to the same guarantee:
 
 * **Paired** (the CLI's default): FMA stays on, and an executor never compiles a one-partition
   CPU program: a run given one CPU device takes a pair of them (:func:`paired`; the CLI makes 4
-  virtual CPU devices per core, so the pair shares the same cores). Full CPU speed.
+  virtual CPU devices per core, so the pair shares the same cores, and raises an ``XLA_FLAGS``
+  count of one CPU device to two). Full CPU speed. A process that starts JAX with a single CPU
+  device itself (the library without the CLI) cannot pair and logs a warning.
 * **FMA-free** (``DRIVESIM_FMA_FREE=1``, or :func:`enable` before JAX starts): cap XLA's
   instruction set at AVX (``--xla_cpu_max_isa=AVX``: 256-bit vectors, no FMA3). Without
   contraction the results no longer depend on how XLA fuses the program, so the plain jitted
@@ -38,6 +40,7 @@ _NAME = "xla_cpu_max_isa"
 FMA_FREE_ENV = "DRIVESIM_FMA_FREE"
 FLAG = f"--{_NAME}=AVX"
 _FMA_FREE_ISAS = {"SSE4_2", "AVX"}
+_COUNT = "xla_force_host_platform_device_count"  # cpu_devices.COUNT_FLAG
 
 
 def with_flag(flags: str | None) -> str:
@@ -74,10 +77,29 @@ def active() -> bool:
 
 def configure() -> bool:
     """The CLI's choice, before JAX starts: FMA-free programs when ``DRIVESIM_FMA_FREE=1``,
-    else paired ones (nothing to set). Returns whether this process runs FMA-free."""
+    else paired ones: an ``XLA_FLAGS`` that forces a single CPU device is given a second one
+    (:func:`pair_forced_single_device`), since one CPU device alone cannot be paired. Returns
+    whether this process runs FMA-free."""
     if os.environ.get(FMA_FREE_ENV) == "1":
         return enable()
-    return active()
+    if active():
+        return True
+    pair_forced_single_device()
+    return False
+
+
+def pair_forced_single_device() -> bool:
+    """Raise an ``XLA_FLAGS`` host device count of 1 to 2 (the later flag wins) before JAX
+    starts, so that :func:`paired` finds a second CPU device: a single CPU device with FMA on
+    compiles one-partition programs, whose last bits differ from every multi-device program
+    (README, "Determinism"). Both devices share the same cores.
+    Returns whether the count was raised."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if xla_flags.last_value(flags, _COUNT) != "1" or xla_flags.backend_started():
+        return False
+    os.environ["XLA_FLAGS"] = f"{flags} --{_COUNT}=2"
+    log.info("determinism: XLA_FLAGS forces one CPU device; using 2 so it runs as a pair (FMA on)")
+    return True
 
 
 def paired(devices: list) -> list:
