@@ -26,3 +26,32 @@ def test_this_process_and_its_workers_are_fma_free(fma_free):
     assert determinism.active() and determinism.enable()
     assert determinism.flags_are_fma_free(_child_flags(LaunchConfig(devices_per_process=2)))
     assert not determinism.flags_are_fma_free(_child_flags(LaunchConfig(fma_free=False)))
+
+
+def test_a_forced_single_cpu_device_gets_a_pair_unless_fma_free():
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from drivesim.parallel import determinism\n"
+        "fma_free = determinism.configure()\n"
+        "import jax\n"
+        "print(fma_free, jax.device_count())"
+    )
+
+    def devices(flags: str, fma_free_env: str | None = None) -> str:
+        env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
+        env.pop(determinism.FMA_FREE_ENV, None)
+        if fma_free_env:
+            env[determinism.FMA_FREE_ENV] = fma_free_env
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip()
+
+    one = "--xla_force_host_platform_device_count=1"
+    assert devices(one) == "False 2"  # FMA on: paired
+    assert devices(f"{one} {determinism.FLAG}") == "True 1"  # FMA-free: one device agrees as it is
+    assert devices(one, fma_free_env="1") == "True 1"
+    assert devices("--xla_force_host_platform_device_count=3") == "False 3"
