@@ -12,7 +12,11 @@ Prints one JSON object (and writes it to --out/train_bench.json):
   in alternating rounds (a device call of training, then pure simulation of the same number
   of env steps) and reported as the median and range of the per-round ratios; the
   constant-speed-ego rate is reported beside it;
-- resume: max |param difference| between an uninterrupted run and a half run + resume.
+- resume: max |param difference| between an uninterrupted run and a half run + resume;
+- baselines (``--families highway,merge,intersection``): per family, a policy trained on that
+  family against the IDM and constant-speed egos on the same held-out ids (collision rate,
+  off-road rate, progress), with the goal checks (trained collisions <= the better baseline's
+  + 1 point, progress >= 0.95x IDM's).
 """
 
 from __future__ import annotations
@@ -129,6 +133,36 @@ def learning_and_cost(cfg, out: pathlib.Path, held_out: int, devices, batch) -> 
     )
 
 
+def against_baselines(cfg, family: str, out: pathlib.Path, held_out: int, devices) -> dict:
+    """Train ``cfg`` on ``family`` from scratch, then evaluate the trained, IDM and
+    constant-speed egos on the same held-out ids [0, held_out) with ``simulate``."""
+    from drivesim.train.evaluate import evaluate_direct, evaluate_policy, held_out_ids
+    from drivesim.train.loop import train
+    from drivesim.train.policy_io import load_policy
+
+    cfg = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, family=family))
+    shutil.rmtree(out / f"baselines_{family}", ignore_errors=True)
+    t0 = time.perf_counter()
+    result = train(cfg, out / f"baselines_{family}", devices=devices)
+    wall = time.perf_counter() - t0
+    ids = held_out_ids(cfg.env, held_out)
+    trained = evaluate_direct(load_policy(result.policy_path, obs_size=cfg.env.obs_size), cfg.env, ids)
+    idm = evaluate_policy("idm", None, cfg.env, ids)
+    constant = evaluate_policy("constant", None, cfg.env, ids)
+    best = min(idm.collision_rate, constant.collision_rate)
+    return dict(
+        held_out_scenarios=held_out,
+        env_steps=int(result.state.update) * cfg.ppo.batch_steps,
+        train_wall_s=wall,
+        train_steps_per_s=result.steps_per_s,
+        trained=dataclasses.asdict(trained),
+        idm=dataclasses.asdict(idm),
+        constant=dataclasses.asdict(constant),
+        collisions_within_1pt_of_best_baseline=trained.collision_rate <= best + 0.01,
+        progress_vs_idm=trained.progress_m / idm.progress_m,
+    )
+
+
 def resume_check(cfg, out: pathlib.Path, devices) -> dict:
     from drivesim.train.loop import train
 
@@ -169,6 +203,11 @@ def main() -> None:
         "--no-anneal",
         action="store_true",
         help="constant learning rate (default: decays linearly to 0 over --updates)",
+    )
+    parser.add_argument(
+        "--families",
+        default=None,
+        help="comma-separated families: per family, a trained ego against the IDM and constant egos",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("runs/bench_train"))
@@ -221,6 +260,15 @@ def main() -> None:
         sort_schedule=cfg.env.sort_schedule,
         reward=dataclasses.asdict(cfg.env.reward),
     )
+    if args.families:
+        report["baselines"] = {
+            family: against_baselines(cfg, family, args.out, held_out, devices)
+            for family in args.families.split(",")
+        }
+        text = json.dumps(report, indent=2)
+        (args.out / "train_baselines.json").write_text(text)
+        print(text)
+        return
     batch = rollout_batch(cfg)  # one batch for both pure-simulation rates
     cost, report["learning"] = learning_and_cost(cfg, args.out, held_out, devices, batch)
     constant_rate = constant_ego_rate(cfg, batch)

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         agents: int = typer.Option(16, help="Agents per training scenario."),
         episode_steps: int = typer.Option(80, help="Episode length in steps of 0.1 s."),
         rollout: int = typer.Option(32, help="Rollout steps per environment per PPO update."),
-        pool: int = typer.Option(512, help="Training scenarios kept on the devices (ids from 1,000,000)."),
+        pool: int = typer.Option(2048, help="Training scenarios kept on the devices (ids from 1,000,000)."),
         lr: float = typer.Option(1e-3, help="Adam learning rate."),
         anneal: bool = typer.Option(
             True, "--anneal/--no-anneal", help="Learning rate falls linearly to 0 over the run's updates."

@@ -45,6 +45,7 @@ _EXPORTS = {
     "registered_policies": "drivesim.core.policies",
     "stack_policies": "drivesim.core.policies",
     "steer_tan": "drivesim.core.policies",
+    "corrected_tan": "drivesim.core.policies",
     "observation_size": "drivesim.core.observation",
     "ScenarioError": "drivesim.core.validate",
     "validate_scenario": "drivesim.core.validate",

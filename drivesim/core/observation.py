@@ -8,7 +8,7 @@ from drivesim.core.interactions import padded, view
 from drivesim.core.occlusion import sight_points, visible
 from drivesim.core.types import Array
 
-OBS_EGO_FEATURES = 4
+OBS_EGO_FEATURES = 7
 OBS_NEIGHBOUR_FEATURES = 4
 
 
@@ -46,15 +46,21 @@ def _ego_column(is_ego: Array, rows: Array) -> Array:
     return jnp.where(is_ego[slot], column, zero)
 
 
-def ego_observation(agents, proj, progress: Array, neighbours: int, occlusion: bool = False) -> Array:
+def ego_observation(
+    agents, proj, progress: Array, neighbours: int, occlusion: bool = False, leader=None
+) -> Array:
     """Observation of the ego in its own frame, from SortedAgents ``agents`` and their route
     Projection ``proj`` (fields (N,), sorted order); ``progress`` () metres along the route.
     Returns (observation_size(neighbours),) float32:
 
-    [speed / 30, lateral offset / 2, heading error (rad), progress / 100] followed, for the
+    [speed / 30, lateral offset / 2, heading error (rad), progress / 100, leader gap / 50
+    (capped at 2), (leader speed - v_ego) / 30, leader present (0/1)] followed, for the
     ``neighbours`` agents behind and ahead in the sorted order, by
     [dx / 50, dy / 50 in the ego frame, (v - v_ego) / 30, present (0/1)] (zeros when absent).
-    With ``occlusion``, an agent no sight line reaches (drivesim.core.occlusion) is absent.
+    With ``occlusion``, an agent no sight line reaches (drivesim.core.occlusion) is absent
+    from the neighbours (the leader features are not occluded).
+    ``leader``: (gap, speed) (N,) each, every agent's vehicle leader on its route (+inf gap:
+    none; SimState.lead_gap / lead_speed), the one the IDM follows; None: no leader.
     """
     a = agents
     n = a.x.shape[0]
@@ -64,6 +70,7 @@ def ego_observation(agents, proj, progress: Array, neighbours: int, occlusion: b
     etx, ety = ego(proj.tx), ego(proj.ty)
     heading_error = jnp.arctan2(es * etx - ec * ety, ec * etx + es * ety)
     features = [ev / 30.0, ego(proj.d) / 2.0, heading_error, progress / 100.0]
+    features += _leader_features(ego, ev, leader)
     xp, yp, sp = (padded(v, neighbours, 0.0) for v in (a.x, a.y, a.speed))
     vp = padded(a.valid, neighbours, False)
     offsets = [k for k in range(-neighbours, neighbours + 1) if k != 0]
@@ -80,6 +87,20 @@ def ego_observation(agents, proj, progress: Array, neighbours: int, occlusion: b
         dv = (ego(jnp.where(there, view(sp, neighbours, k, n), ev)) - ev) / 30.0
         features += [fx, fy, dv, present]
     return jnp.stack(features).astype(jnp.float32)
+
+
+def _leader_features(ego, ev: Array, leader) -> list[Array]:
+    """[gap / 50 capped at 2, (v_lead - v_ego) / 30, present] of the ego's vehicle leader."""
+    if leader is None:
+        zero = jnp.zeros((), jnp.float32)
+        return [zero, zero, zero]
+    gap, speed = ego(leader[0]), ego(leader[1])
+    present = jnp.isfinite(gap)
+    return [
+        jnp.where(present, jnp.minimum(gap, 100.0), 100.0) / 50.0,
+        jnp.where(present, speed - ev, 0.0) / 30.0,
+        present.astype(jnp.float32),
+    ]
 
 
 def _sighted(a, eye: tuple[Array, Array], offsets: list[int]) -> Array:

@@ -11,6 +11,7 @@ arguments returning one), which :func:`get_policy` imports on first use.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -116,6 +117,14 @@ def steer_tan(steer: Array, config: SimConfig) -> Array:
     return jnp.tan(jnp.clip(steer, -config.max_steer, config.max_steer))
 
 
+def corrected_tan(lane_tan: Array, steer: Array, config: SimConfig) -> Array:
+    """tan(steer) of a learned ego that steers as a correction to the lane keeper: the lane
+    keeper's ``lane_tan`` plus tan of ``steer`` [rad], each clipped to +-config.max_steer; ().
+    A zero correction keeps the lane, so a policy learns lane changes, not lane keeping."""
+    tan_max = math.tan(config.max_steer)
+    return jnp.clip(lane_tan + steer_tan(steer, config), -tan_max, tan_max)
+
+
 def idm_policy(**overrides: float) -> IDMParams:
     """Ego IDM parameters: the published defaults with ``overrides``; fields () float32."""
     values = {**IDM_DEFAULTS, **overrides}
@@ -156,7 +165,7 @@ def _open_loop_act(params: OpenLoopParams, ego: EgoInputs, config: SimConfig):
 
 def _mlp_act(params: MLPParams, ego: EgoInputs, config: SimConfig):
     accel, steer = behavior.action_from_unit(behavior.mlp_forward(params, ego.observe()), config)
-    return accel, steer_tan(steer, config)
+    return accel, corrected_tan(ego.lane_tan, steer, config)
 
 
 MLP_HIDDEN = (64, 64)

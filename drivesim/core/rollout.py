@@ -26,7 +26,7 @@ from drivesim.core.materialize import stores_by_branch
 from drivesim.core.matmul import matmul
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
-from drivesim.core.policies import EgoInputs, get_policy
+from drivesim.core.policies import EgoInputs, corrected_tan, get_policy
 from drivesim.core.road import Drivable, Projection, agent_segments, drivable, point_at, project, route_rows
 from drivesim.core.road_users import kind_limits, kind_metrics
 from drivesim.core.search_choice import of_scenarios as platform_searches
@@ -174,7 +174,8 @@ def observation_of(state: SimState, config: SimConfig) -> Array:
     """Ego observation of a SimState (see drivesim.core.observation)."""
     a, proj = state.agents, state.proj
     progress = at_ego(a.is_ego, proj.s) - state.ego_s0
-    return ego_observation(a, proj, progress, config.obs_neighbours, config.occlusion)
+    leader = (state.lead_gap, state.lead_speed)
+    return ego_observation(a, proj, progress, config.obs_neighbours, config.occlusion, leader)
 
 
 def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig, zone) -> dict:
@@ -282,7 +283,9 @@ def advance(
     """One simulation step of one scenario.
 
     policy: the ego policy parameters for ``config.policy``; ego_action: optional
-    (accel, steer) pair of () arrays that overrides the policy (used by the RL env);
+    (accel [m/s^2], steer [rad]) pair of () arrays that overrides the policy (used by the RL
+    env), steer a correction to the lane keeper (core.policies.corrected_tan), as the MLP
+    policy steers;
     step_index: optional unbatched () step counter shared by a whole batch (rollouts pass
     it so the re-sort can be a real branch under vmap); zone_on: optional
     core.neighbours.SearchesOn of unbatched () bools, False where no scenario of the batch
@@ -324,7 +327,7 @@ def advance(
             ego_accel, ego_tan = _ego_controls(state, config, policy, ego_pre)
         else:
             ego_accel = ego_action[0]
-            ego_tan = jnp.tan(jnp.clip(ego_action[1], -config.max_steer, config.max_steer))
+            ego_tan = corrected_tan(ego_pre.lane_tan, ego_action[1], config)
         accel = jnp.where(a.is_ego, ego_accel, accel)
         lo_accel, hi_accel, top_speed = kind_limits(a.kind, config)
         accel = jnp.clip(accel, lo_accel, hi_accel)

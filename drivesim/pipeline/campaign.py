@@ -25,7 +25,7 @@ from typing import Any
 import jax
 
 from drivesim.parallel.memory import host_rss
-from drivesim.pipeline import fingerprint, program_identity, sessions, verify
+from drivesim.pipeline import fingerprint, policy_provenance, program_identity, sessions, verify
 from drivesim.pipeline import results as res
 from drivesim.pipeline import sources as src
 from drivesim.pipeline.config import (
@@ -337,6 +337,7 @@ class _Runner:
             backend=self.config.backend,
             device_count=str(self.device.num_devices),
             workload=_describe(self.source),
+            policy_training=json.dumps(policy_provenance.training_records(self.config.policy)),
             **first,  # the campaign's first start; every session is in sessions.jsonl
         )
 

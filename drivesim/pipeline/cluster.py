@@ -23,6 +23,7 @@ The driver is the only process that writes the ledger; each done batch records i
 from __future__ import annotations
 
 import collections
+import json
 import os
 import pathlib
 import platform
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drivesim.parallel import determinism
-from drivesim.pipeline import sessions
+from drivesim.pipeline import policy_provenance, sessions
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
 from drivesim.pipeline.program_identity import worker_notes
@@ -359,6 +360,7 @@ class _Driver:
             device_count=str(self.device_count),
             workload=_describe(self.source),
             cluster=self.config.cluster or "",
+            policy_training=json.dumps(policy_provenance.training_records(self.config.policy)),
             **first,
         )
 

@@ -22,6 +22,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.offline
 
+from drivesim.pipeline import policy_provenance
 from drivesim.report import analysis, assets
 from drivesim.report.blocks import Html, Section, esc
 from drivesim.report.data import CampaignData, load_campaign
@@ -169,6 +170,8 @@ def header_fields(data: CampaignData) -> dict[str, str]:
         pass
     program = json.loads(meta["program"]) if meta.get("program") else {}
     return {
+        "policy": _policy(meta),
+        "trained": policy_provenance.describe_meta(meta),
         "directory": str(data.root.resolve()),
         "machine": meta.get("machine") or rec.get("machine", ""),
         "processor": program.get("device", ""),
@@ -182,6 +185,19 @@ def header_fields(data: CampaignData) -> dict[str, str]:
         "finished": _date(meta.get("finished_at")),
         "generated": _date(dt.datetime.now(dt.UTC).timestamp()),
     }
+
+
+def _policy(meta: dict[str, str]) -> str:
+    """The campaign's ego policy (or its sweep file) from the ledger's ``identity``."""
+    try:
+        identity = json.loads(meta.get("identity") or "{}")
+    except json.JSONDecodeError:
+        return ""
+    if not isinstance(identity, dict):
+        return ""
+    if identity.get("sweep"):
+        return f"sweep {identity['sweep']}"
+    return str(identity.get("policy") or "")
 
 
 def _counts(items: list) -> list[tuple[str, int]]:

@@ -13,6 +13,7 @@ _EXPORTS = {
     "train": "drivesim.train.loop",
     "evaluate_campaign": "drivesim.train.evaluate",
     "evaluate_direct": "drivesim.train.evaluate",
+    "evaluate_policy": "drivesim.train.evaluate",
     "load_policy": "drivesim.train.policy_io",
     "save_policy": "drivesim.train.policy_io",
 }

@@ -8,12 +8,14 @@ The training pool uses scenario ids [pool_start, pool_start + pool_size) (defaul
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 from dataclasses import dataclass
 
 import jax
 import numpy as np
 
+from drivesim.core.policies import default_policy_params
 from drivesim.core.rollout import simulate
 from drivesim.core.types import MLPParams
 from drivesim.train.config import EnvConfig
@@ -43,7 +45,17 @@ def held_out_ids(cfg: EnvConfig, count: int) -> np.ndarray:
 
 def evaluate_direct(params: MLPParams, cfg: EnvConfig, ids) -> EvalSummary:
     """Roll the deterministic policy over scenarios ``ids`` with ``simulate`` (no campaign)."""
-    metrics = jax.device_get(simulate(host_scenarios(cfg, ids), params, cfg.sim))
+    return evaluate_policy("mlp", params, cfg, ids)
+
+
+def evaluate_policy(policy: str, params, cfg: EnvConfig, ids) -> EvalSummary:
+    """Roll the registered ego ``policy`` (``mlp``, ``idm``, ``constant``, ...) with ``params``
+    (None: its defaults) over scenarios ``ids`` of ``cfg`` with ``simulate``: the baselines a
+    trained ego is compared with, on the same scenarios."""
+    sim = dataclasses.replace(cfg.sim, policy=policy)
+    if params is None:
+        params = default_policy_params(sim)
+    metrics = jax.device_get(simulate(host_scenarios(cfg, ids), params, sim))
     return _summary(metrics.ego_collided, metrics.offroad, metrics.progress_m, metrics.max_jerk)
 
 

@@ -261,7 +261,7 @@ class ReferenceSim:
         lateral = -dx * math.sin(self.h[i]) + dy * math.cos(self.h[i])
         return math.atan(2.0 * self.cfg.wheelbase_ratio * self.length[i] * lateral / dist2)
 
-    def _observation(self, proj):
+    def _observation(self, proj, vehicle_leader):
         e = self.ego
         s, d, tx, ty = proj[e]
         c, sn = math.cos(self.h[e]), math.sin(self.h[e])
@@ -271,6 +271,11 @@ class ReferenceSim:
             math.atan2(sn * tx - c * ty, c * tx + sn * ty),
             (s - self.ego_s0) / 100.0,
         ]
+        gap, lead_v = vehicle_leader[0][e], vehicle_leader[1][e]
+        if np.isfinite(gap):
+            feats += [min(gap, 100.0) / 50.0, (lead_v - self.v[e]) / 30.0, 1.0]
+        else:
+            feats += [2.0, 0.0, 0.0]
         slot = int(np.argsort(self.order)[e])
         k_max = self.cfg.obs_neighbours
         for k in [k for k in range(-k_max, k_max + 1) if k != 0]:
@@ -288,7 +293,7 @@ class ReferenceSim:
                 feats += [0.0, 0.0, 0.0, 0.0]
         return np.array(feats)
 
-    def _ego_action(self, t, proj, gap, lead_v, lane_steer):
+    def _ego_action(self, t, proj, gap, lead_v, lane_steer, vehicle_leader):
         kind, e = self.cfg.policy, self.ego
         if kind == "idm":
             p = {k: float(np.asarray(getattr(self.policy, k))) for k in self.idm_p}
@@ -298,7 +303,7 @@ class ReferenceSim:
         if kind == "open_loop":
             actions = _np(self.policy.actions)
             return tuple(actions[min(t, len(actions) - 1)])
-        h = self._observation(proj)
+        h = self._observation(proj, vehicle_leader)
         weights = [_np(w) for w in self.policy.weights]
         for k, (w, b) in enumerate(zip(weights, self.policy.biases, strict=True)):
             h = h @ w + _np(b)
@@ -306,7 +311,12 @@ class ReferenceSim:
                 h = np.tanh(h)
         u = np.tanh(h)
         accel = u[0] * self.cfg.max_accel if u[0] >= 0 else -u[0] * self.cfg.min_accel
-        return accel, u[1] * self.cfg.max_steer
+        tan_max = math.tan(self.cfg.max_steer)
+        correction = math.tan(
+            float(np.clip(u[1] * self.cfg.max_steer, -self.cfg.max_steer, self.cfg.max_steer))
+        )
+        lane = math.tan(float(np.clip(lane_steer[e], -self.cfg.max_steer, self.cfg.max_steer)))
+        return accel, math.atan(float(np.clip(lane + correction, -tan_max, tan_max)))
 
     def _collisions(self):
         """All-pairs oriented-box overlaps: (agents involved (N,) bool, pair count)."""
@@ -369,7 +379,7 @@ class ReferenceSim:
             ]
         )
         steer = np.array([self._steer(i, proj) for i in range(self.n)])
-        ego_a, ego_s = self._ego_action(t, proj, gap, lead_v, steer)
+        ego_a, ego_s = self._ego_action(t, proj, gap, lead_v, steer, (veh_gap, veh_v))
         accel[self.ego], steer[self.ego] = ego_a, ego_s
         accel = np.array([np.clip(accel[i], *self._limits(i)[:2]) for i in range(self.n)])
         steer = np.clip(steer, -cfg.max_steer, cfg.max_steer)

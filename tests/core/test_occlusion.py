@@ -156,8 +156,8 @@ def test_pedestrian_behind_a_parked_car_is_hidden_until_it_steps_out():
     # the present flags of neighbours -2, -1, +1, +2
     np.testing.assert_array_equal(neighbour_present(seen), [0, 0, 1, 1])
     np.testing.assert_array_equal(neighbour_present(hidden), [0, 0, 1, 0])  # +2, the pedestrian, is hidden
-    np.testing.assert_array_equal(hidden[:16], seen[:16])  # all else, the parked car included
-    np.testing.assert_array_equal(hidden[16:], 0.0)
+    np.testing.assert_array_equal(hidden[:19], seen[:19])  # all else, the parked car included
+    np.testing.assert_array_equal(hidden[19:], 0.0)
     # the pedestrian one step out past the car's road-side face: its left corners are seen
     out = dataclasses.replace(scene.agents, y=scene.agents.y.copy())
     out.y[2] = -(0.5 * LANE_WIDTH + PARK_CLEARANCE) + 0.3  # the car's road-side face + 0.3 m

@@ -26,7 +26,7 @@ def test_round_trip_keeps_arrays_and_meta(tmp_path):
 
 def test_wrong_obs_size_names_file_and_field(tmp_path):
     path = save_policy(tmp_path / "p.npz", _params())
-    with pytest.raises(PolicyFileError, match=r"p\.npz.*w0 takes 52 inputs.*28"):
+    with pytest.raises(PolicyFileError, match=r"p\.npz.*w0 takes 55 inputs.*31"):
         load_policy(path, obs_size=observation_size(3))
 
 
@@ -48,3 +48,21 @@ def test_bad_shapes_are_rejected(tmp_path):
     np.savez(path, **data)
     with pytest.raises(PolicyFileError, match="layer 1: w1 shape"):
         load_policy(path)
+
+
+def test_training_record_of_a_policy_file_for_the_dashboard(tmp_path):
+    from drivesim.pipeline import policy_provenance
+    from drivesim.train.config import config_to_dict, tiny_config
+
+    cfg = tiny_config()
+    trained = save_policy(tmp_path / "t.npz", _params(), {"env_steps": 4096, "config": config_to_dict(cfg)})
+    bare = save_policy(tmp_path / "bare.npz", _params())
+    records = policy_provenance.training_records(f"mlp:{trained},{bare},{tmp_path / 'gone.npz'}")
+    assert records[0]["family"] == "highway" and records[0]["env_steps"] == 4096
+    assert records[0]["reward"]["collision_penalty"] == cfg.env.reward.collision_penalty
+    text = [policy_provenance.describe(r) for r in records]
+    assert text[0].startswith("t.npz: highway, 8 agents, 4,096 env steps, seed 0; reward progress_weight=0.3")
+    assert text[1] == "bare.npz: no training record"
+    assert text[2].startswith("gone.npz: training record unreadable (") and "gone.npz" in text[2][10:]
+    assert policy_provenance.training_records("idm") == []
+    assert policy_provenance.describe_meta({"policy_training": "not json"}) == ""
