@@ -180,6 +180,16 @@ def _constants(batch_id: int, process_index: int, n: int) -> dict:
     }
 
 
+# Parquet encoding of a shard, chosen by measurement (BENCHMARKS.md, "Result shards"): dictionary
+# pages only for the string columns (repeated family, source, policy, status names; the metric
+# columns are near-unique floats, where building a dictionary costs most of the write) and
+# column statistics only for the ids that queries filter on.
+WRITE_OPTIONS = {
+    "use_dictionary": [f.name for f in SCHEMA if pa.types.is_string(f.type)],
+    "write_statistics": ["scenario_id", "policy_id", "batch_id"],
+}
+
+
 def write_shard(table: pa.Table, directory: pathlib.Path, batch_id: int) -> pathlib.Path:
     """Write ``table`` durably and atomically to ``directory/results/part-<batch_id>.parquet``."""
     results = pathlib.Path(directory) / RESULTS_DIR
@@ -187,7 +197,7 @@ def write_shard(table: pa.Table, directory: pathlib.Path, batch_id: int) -> path
     final = results / shard_name(batch_id)
     tmp = results / f".{final.name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as fh:
-        pq.write_table(table, fh, compression="snappy")
+        pq.write_table(table, fh, compression="snappy", **WRITE_OPTIONS)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, final)
