@@ -70,12 +70,17 @@ def describe(record: dict) -> str:
     return text
 
 
+def meta_json(meta: dict[str, str], key: str, kind: type):
+    """The JSON entry ``key`` of a ledger ``meta`` when it is a ``kind`` (list or dict), else an
+    empty one (absent, unreadable or of another type)."""
+    try:
+        value = json.loads(meta.get(key) or "null")
+    except json.JSONDecodeError:
+        return kind()
+    return value if isinstance(value, kind) else kind()
+
+
 def describe_meta(meta: dict[str, str]) -> str:
     """The ``policy_training`` entry of a ledger ``meta`` as text ("" when absent or unreadable)."""
-    try:
-        records = json.loads(meta.get("policy_training") or "[]")
-    except json.JSONDecodeError:
-        return ""
-    if not isinstance(records, list):
-        return ""
+    records = meta_json(meta, "policy_training", list)
     return " | ".join(describe(r) for r in records if isinstance(r, dict))

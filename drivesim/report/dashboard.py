@@ -189,12 +189,7 @@ def header_fields(data: CampaignData) -> dict[str, str]:
 
 def _policy(meta: dict[str, str]) -> str:
     """The campaign's ego policy (or its sweep file) from the ledger's ``identity``."""
-    try:
-        identity = json.loads(meta.get("identity") or "{}")
-    except json.JSONDecodeError:
-        return ""
-    if not isinstance(identity, dict):
-        return ""
+    identity = policy_provenance.meta_json(meta, "identity", dict)
     if identity.get("sweep"):
         return f"sweep {identity['sweep']}"
     return str(identity.get("policy") or "")

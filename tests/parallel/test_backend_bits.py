@@ -56,45 +56,23 @@ CLI = "from drivesim.cli import main; main()"
 CAMPAIGN = ["--source", "synthetic:highway", "--count", "64", "--agents", "16", "--steps", "40"]
 
 
-def _env(devices: int) -> dict:
+def _python(args: list[str], devices: int) -> str:
+    """Run ``python ARGS`` with ``devices`` forced CPU devices and FMA on; its stdout."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"  # no ISA cap: FMA on
     env.pop(determinism.FMA_FREE_ENV, None)
-    return env
+    done = subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
 
 
 def test_every_backend_and_device_count_writes_the_same_bits(tmp_path):
-    cli = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            CLI,
-            "run",
-            *CAMPAIGN,
-            "--seed",
-            "7",
-            "--batch-size",
-            "32",
-            "--out",
-            str(tmp_path / "cli"),
-        ],
-        env=_env(1),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert cli.returncode == 0, cli.stderr[-3000:]
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path)],
-        env=_env(8),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    run = ["run", *CAMPAIGN, "--seed", "7", "--batch-size", "32", "--out", str(tmp_path / "cli")]
+    _python(["-c", CLI, *run], devices=1)
+    stdout = _python(["-c", SCRIPT, str(tmp_path)], devices=8)
+    report = json.loads(stdout.strip().splitlines()[-1])
     assert report["fma_free"] is False and report["rows"] == 64
     assert report["devices"] == {
         "cli, 1 device": None,
