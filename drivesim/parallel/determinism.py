@@ -33,6 +33,7 @@ import logging
 import os
 
 from drivesim.parallel import xla_flags
+from drivesim.parallel.cpu_devices import COUNT_FLAG
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,6 @@ _NAME = "xla_cpu_max_isa"
 FMA_FREE_ENV = "DRIVESIM_FMA_FREE"
 FLAG = f"--{_NAME}=AVX"
 _FMA_FREE_ISAS = {"SSE4_2", "AVX"}
-_COUNT = "xla_force_host_platform_device_count"  # cpu_devices.COUNT_FLAG
 
 
 def with_flag(flags: str | None) -> str:
@@ -95,9 +95,9 @@ def pair_forced_single_device() -> bool:
     (README, "Determinism"). Both devices share the same cores.
     Returns whether the count was raised."""
     flags = os.environ.get("XLA_FLAGS", "")
-    if xla_flags.last_value(flags, _COUNT) != "1" or xla_flags.backend_started():
+    if xla_flags.last_value(flags, COUNT_FLAG) != "1" or xla_flags.backend_started():
         return False
-    os.environ["XLA_FLAGS"] = f"{flags} --{_COUNT}=2"
+    os.environ["XLA_FLAGS"] = f"{flags} --{COUNT_FLAG}=2"
     log.info("determinism: XLA_FLAGS forces one CPU device; using 2 so it runs as a pair (FMA on)")
     return True
 

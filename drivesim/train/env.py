@@ -10,7 +10,6 @@ states, once per step for the whole batch, selected only where the episode ended
 from __future__ import annotations
 
 import functools
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -103,7 +102,7 @@ def host_scenarios(cfg: EnvConfig, ids) -> Scenario:
 
 @functools.cache
 def _generate(family: str, config: FamilyConfig, size: int):
-    return jax.jit(partial(generate_batch, family, cfg=config, size=size))
+    return jax.jit(functools.partial(generate_batch, family, cfg=config, size=size))
 
 
 def observe(state: SimState, cfg: EnvConfig) -> Array:
@@ -122,7 +121,7 @@ def build_pool(cfg: EnvConfig, ids=None) -> ScenarioPool:
     return _init_pool(host_scenarios(cfg, scenario_ids(cfg) if ids is None else ids), cfg)
 
 
-@partial(jax.jit, static_argnames="cfg")
+@functools.partial(jax.jit, static_argnames="cfg")
 def _init_pool(scenarios: Scenario, cfg: EnvConfig) -> ScenarioPool:
     states = jax.vmap(lambda s: reset(s, cfg.sim))(scenarios)
     obs = jax.vmap(lambda s: observe(s, cfg))(states)
