@@ -4,8 +4,7 @@ operations produce, by the drivesim function that wrote them.
 A timing on a shared 2-core host needs alternating rounds over minutes and still drifts by
 several percent; this count is the same on every run and takes one compilation. It counts
 work, not time: an operation XLA runs one element at a time costs more per element than a
-vectorised one, and fusion is not seen. On 8 CPU devices the four synthetic families took
-0.89-1.00 of highway's time per counted element (BENCHMARKS.md "Work per step").
+vectorised one, and fusion is not seen.
 
 Counted: every instruction of the time loop's body (its op name starts with the loop of the
 first pass, :data:`STEP_LOOP`), by the size of the array it produces: ``arith``, elementwise

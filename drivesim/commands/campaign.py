@@ -155,7 +155,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--lane-changes",
-                help="MOBIL lane changes of the IDM agents on multi-lane roads (slower: see BENCHMARKS.md).",
+                help="MOBIL lane changes of the IDM agents on multi-lane roads (slower).",
             ),
         ] = False,
         occlusion: Annotated[

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from drivesim.core.search_choice import on_cpu
 
 # Agents per device per block where SimConfig.block_agents is "auto" on CPU: the W32 and
-# W128 sweet spot on the 2-core benchmark VM (BENCHMARKS.md, "Cache blocking").
+# W128 sweet spot on a 2-core CPU (benchmarks/engine.py).
 CPU_BLOCK_AGENTS = 16384
 
 

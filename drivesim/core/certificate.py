@@ -140,5 +140,5 @@ def window_certified(
     ok = ~straight | (lead_ok & coll_ok)
     # a float count, not all(): XLA:CPU runs a boolean reduction over the agents as one loop
     # with the whole proof inside, an element at a time; the count's operand is computed as
-    # vector code first (BENCHMARKS.md "Proof counted, ego read at its slot")
+    # vector code first
     return apart & (jnp.sum(jnp.where(ok, 0.0, 1.0)) == 0.0)

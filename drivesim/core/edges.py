@@ -17,8 +17,8 @@ simulated again with every corner against every lane (``SimConfig.edge_search =
 "all_lanes"``, core.fallback), so every result stays exact. With lane changes every
 corner is measured against every lane (:func:`all_lanes`). Measured on the synthetic
 families (64 scenarios x 80 steps, 32 and 128 agents), at most one agent per step was near
-its corridor's edge; the all-lanes search took 82% of a turning intersection's window
-pass (BENCHMARKS.md "Road edges"). Every function works on one scenario.
+its corridor's edge, while the all-lanes search took most of a turning intersection's
+window pass (benchmarks/edges.py). Every function works on one scenario.
 """
 
 from __future__ import annotations
@@ -51,8 +51,7 @@ class EdgeSearch(NamedTuple):
 # CPU a step costs its work, and at most one agent per step was near (above). On an
 # accelerator (where the own-route search runs only on roads of many segments,
 # core.search_choice) a fallback chunk is a whole serial rollout: with 2, 3 of 4096
-# turning-intersection scenarios fell back on an H200, with 4 none (BENCHMARKS.md "GPU: road
-# edges by own route").
+# turning-intersection scenarios fell back on an H200, with 4 none.
 CPU_CAPACITY = 2
 ACCELERATOR_CAPACITY = 4
 

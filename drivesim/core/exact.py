@@ -95,8 +95,7 @@ def all_pairs_leader_index(a, proj) -> tuple[Array, Array]:
     slot) and whether there is one; each (N,).
 
     Two fused reductions over the (N, N) pairs, a min of the distances and then a min of
-    the slots at that distance: ``argmin``'s paired reduction cost about 4x more on the
-    CPU (BENCHMARKS.md, "Exact leaders with lane changes")."""
+    the slots at that distance: ``argmin``'s paired reduction costs more on the CPU."""
     rx = a.x[None, :] - a.x[:, None]
     ry = a.y[None, :] - a.y[:, None]
     ds = rx * proj.tx[:, None] + ry * proj.ty[:, None]

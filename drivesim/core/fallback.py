@@ -28,7 +28,7 @@ def exact_config(config: SimConfig) -> SimConfig | None:
 # costs in proportion to its size, and most batches flag a few scenarios (1-2% of highway
 # scenarios at 128 agents): chunks of 64 simulated ~30 scenarios for each flagged one and made
 # W128 2.8x slower than chunks of 8, which cost 5% more where nearly every scenario is flagged
-# (merge); BENCHMARKS.md "Fallback chunks". On an accelerator the chunk stays 64 (its kernels
+# (merge). On an accelerator the chunk stays 64 (its kernels
 # are latency-bound at these sizes, so fewer, larger chunks; not yet measured against 8).
 # Results do not depend on the chunk (per-scenario results are batch-size independent).
 CPU_CHUNK = 8
@@ -53,8 +53,7 @@ def exact_fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, config:
     ``devices``: how many devices the batch (B,) is sharded over; where it divides B, the
     batch is viewed as (devices, B / devices), which follows the sharding, and each device
     simulates its own flagged rows. A fallback over the whole sharded batch is not split by
-    XLA's partitioner: W128 on 8 CPU devices ran at 0.48x its window-only rate with 3% of
-    scenarios flagged, 0.85x split by device (BENCHMARKS.md "Fallback chunks")."""
+    XLA's partitioner, so without this view every device would simulate every flagged row."""
     batch = fast.window_overflow.shape[0]
     if config.neighbours == "all_pairs" or edges.all_lanes(config):  # the first runs prove everything
         one_device = partial(_single_round, exact_run=lambda sub: exact_run(sub, True))

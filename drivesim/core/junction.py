@@ -93,7 +93,7 @@ class ZoneSearch(NamedTuple):
 
 # Up to this many slots, members() counts them over an (N, N) triangle: XLA:CPU runs a
 # cumulative sum as a slow reduce-window (0.94-0.97x the time at 32 agents), but at 128 agents
-# the triangle is 1.2-1.6x slower (BENCHMARKS.md "Members counted over a triangle").
+# the triangle is 1.2-1.6x slower.
 TRIANGLE_SLOTS = 32
 
 

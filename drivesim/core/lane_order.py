@@ -29,8 +29,7 @@ from drivesim.core.types import Array, pytree_dataclass
 # Up to this many agents, places come from counts over the (lane, agent, member) triples;
 # above, from two sorts per lane. One decision step on the 2-core CPU, wall ms: counting 14
 # against 20 for sorts at 32 agents x 512 scenarios, 49-65 against 35-46 at 64 x 256, 90-97
-# against 52-70 at 128 x 128 (BENCHMARKS.md "Decisions by counting"). Both give the same
-# places.
+# against 52-70 at 128 x 128 (benchmarks/lane_changes.py). Both give the same places.
 COUNT_MAX_AGENTS = 32
 
 

@@ -7,13 +7,11 @@ A reduction's result is never fused into its consumers, so :func:`materialize` p
 value through an identity reduction (the value and a neutral row, reduced over that axis of
 2): one fusion computes it and the consumers read the stored array. The identity is exact:
 a maximum against -inf (the type's lowest integer) keeps -0.0 and NaN, and booleans are
-or-ed with False. Where the engine stores values this way, and what it gained: BENCHMARKS.md
-"Stored once".
+or-ed with False.
 
 XLA:CPU computes a reduction's fused producer one element at a time. Inside a rollout's
 step on the CPU (:func:`stores_by_branch`) a value passes through a conditional instead,
-which XLA never fuses either and whose operand it computes as vector code
-(BENCHMARKS.md "Stored by a branch").
+which XLA never fuses either and whose operand it computes as vector code.
 
 One reader defeats it: a reduction of the stored value with the same operation (``any`` of a
 stored bool, ``max`` of a stored float). XLA's simplifier merges the two reductions into one
@@ -63,7 +61,7 @@ def stores_by_branch(step_index) -> Iterator[None]:
     branches give the value, one as it is and one through the identity reduction, so the
     result does not depend on the predicate. A conditional's operand is computed by a loop
     of its own, vector code on XLA:CPU, where a reduction's fused producer runs one element
-    at a time (BENCHMARKS.md "Stored by a branch"). Stores traced inside nested control
+    at a time. Stores traced inside nested control
     flow or transformations (another trace than the counter's) take the reduction: a
     conditional there would capture the counter from the outer trace."""
     use = BRANCH and step_index is not None and on_cpu()

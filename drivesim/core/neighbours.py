@@ -137,7 +137,7 @@ def leader_zone(zone, zone_on):
 
 def zone_capacity(config: SimConfig, agents: int) -> int:
     """SimConfig.junction_capacity for scenarios of ``agents`` slots ("auto": 8 up to 32
-    agents, 16 above; multiples of 8 vectorise best on the CPU, BENCHMARKS.md)."""
+    agents, 16 above; multiples of 8 vectorise best on the CPU)."""
     if config.junction_capacity == "auto":
         return 8 if agents <= 32 else 16
     return int(config.junction_capacity)
@@ -147,8 +147,7 @@ def leaders_from_all_pairs(config: SimConfig) -> bool:
     """Whether :func:`leader_search` takes the leaders from all pairs (core.exact), exact by
     construction: on the all-pairs path, and with lane changes. Every lane is one sorted
     group then, and on roads of four or five lanes the window held too few members of each
-    lane to prove the leaders (a third of the highway scenarios went to the fallback;
-    BENCHMARKS.md, "Exact leaders with lane changes")."""
+    lane to prove the leaders, and many scenarios went to the fallback)."""
     return config.neighbours == "all_pairs" or bool(config.lane_changes)
 
 

@@ -37,7 +37,7 @@ def _ego_column(is_ego: Array, rows: Array) -> Array:
     """(R,) the ego's column of ``rows`` (R, N), read at its slot: the values a masked sum
     over the agents gives (-0.0 as +0.0, zeros without an ego; a NaN elsewhere does not
     leak), without computing and summing every agent's entry (XLA:CPU ran those sums, and
-    argmax, an element at a time: BENCHMARKS.md "Proof counted, ego read at its slot")."""
+    argmax, an element at a time)."""
     slots = jnp.arange(is_ego.shape[0], dtype=jnp.float32)
     slot = jnp.sum(jnp.where(is_ego, slots, 0.0)).astype(jnp.int32)  # exact below 2^24 slots
     zero = jnp.zeros((), rows.dtype)

@@ -3,7 +3,7 @@
 :func:`range_problem` takes plain arrays (one scenario's real agents, or whole columns of
 a store: any shape) and returns the first (field, reason) outside its range, or None. The
 same bounds hold for every source (synthetic, CommonRoad, scenario stores); they are listed
-in README "Bounds on input". Units: m, m/s, m/s^2, s.
+in the docs' errors and bounds page. Units: m, m/s, m/s^2, s.
 """
 
 from __future__ import annotations

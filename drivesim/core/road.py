@@ -145,8 +145,8 @@ def _first_true(mask: Array) -> Array:
 def _first_pick(mask: Array, fields: tuple[Array, ...]) -> tuple[Array, ...]:
     """Each field (S, N) at the first True of ``mask`` (S, N) along the segment axis, +0.0
     where none is: a chain of selects, elementwise, so XLA:CPU runs it as vector code (a
-    cumulative sum and a sum over the short segment axis are slow loops of their own there,
-    BENCHMARKS.md "Nearest segments by selects"). The same bits as the sum of the fields
+    cumulative sum and a sum over the short segment axis are slow loops of their own there).
+    The same bits as the sum of the fields
     weighted by :func:`_first_true` where the fields are finite: adding +0.0 turns a picked
     -0.0 into the sum's +0.0. (A point at NaN, which only an absent agent can hold, picks
     nothing: 0.0 here, NaN in the weighted sum.)"""
@@ -217,7 +217,7 @@ def segment_dist2(px: Array, py: Array, ux: Array, uy: Array, length: Array, ok:
 def min_of(parts: Iterable[Array]) -> Array:
     """Elementwise minimum of same-shaped arrays (a list or a generator), left to right: the
     unrolled form of a minimum over a short axis, which XLA:CPU runs as a separate, slow loop
-    (not vectorised; BENCHMARKS.md "Stored once")."""
+    (not vectorised)."""
     return functools.reduce(jnp.minimum, parts)
 
 
@@ -241,7 +241,7 @@ class Drivable:
 def drivable(road: RoadMap) -> Drivable:
     """The Drivable of ``road`` (one scenario). Its lane fields are transposed here, before
     the time loop: transposed in each step, they were read 7 floats apart inside the edge
-    test's loop over lanes (BENCHMARKS.md "Lanes laid out once per rollout")."""
+    test's loop over lanes."""
     seg = jax.tree_util.tree_map(lambda v: jnp.swapaxes(v, -1, -2), lane_segments(road.centers))
     return Drivable(seg=seg, widths=road.widths, lane_valid=road.lane_valid)
 
@@ -251,8 +251,7 @@ def edge_distance(x: Array, y: Array, area: Drivable) -> Array:
     lanes of (width / 2 - distance to the lane's centre segments); > 0 inside, < 0 off-road.
     Segments are clipped at the route ends (past every lane's end is off-road). The lane
     axis is innermost and the nearest segment is taken segment by segment over it, so XLA:CPU
-    reads each segment's lanes as one contiguous vector (BENCHMARKS.md "Nearest segments by
-    selects")."""
+    reads each segment's lanes as one contiguous vector."""
     lanes = area.seg  # (S, L)
     px = x[..., None, None] - lanes.ax
     py = y[..., None, None] - lanes.ay

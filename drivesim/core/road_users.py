@@ -27,7 +27,7 @@ class KindLimits:
     min_accel: float
 
 
-# Round figures inside published ranges (see README, "Road users"): a pedestrian walks at
+# Round figures inside published ranges (the docs' model page): a pedestrian walks at
 # 1.2-1.5 m/s and runs at up to ~3 m/s; an urban cyclist rides at 4-7 m/s, rarely above 12.
 PEDESTRIAN_LIMITS = KindLimits(max_speed=3.0, max_accel=1.5, min_accel=-3.0)
 CYCLIST_LIMITS = KindLimits(max_speed=12.0, max_accel=1.5, min_accel=-4.0)

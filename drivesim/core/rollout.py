@@ -186,7 +186,7 @@ def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig, 
         # the state and the window certificate both read it. On XLA:CPU the barrier does not
         # keep the search from being fused into each reader (core.materialize does; here the
         # leader offsets are stored inside the search, and storing these results as well
-        # measured no faster, BENCHMARKS.md "Stored once")
+        # measured no faster)
         gap, speed = jax.lax.optimization_barrier((gap, speed))
     return {"lead_gap": gap, "lead_speed": speed}
 

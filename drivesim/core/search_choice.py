@@ -7,15 +7,13 @@ prove is simulated again with all pairs. On the CPU they give the same metrics b
 (drivesim.parallel.determinism). They differ in speed:
 
 - On the CPU a step costs its work. The sorted-window search with its exact fallback does
-  O(N K) work per agent-step against all pairs' O(N^2): all pairs took 1.5x the time at 32
-  agents and 3.8x at 128 (BENCHMARKS.md, "GPU: the exact engine on one H200", its CPU table),
+  O(N K) work per agent-step against all pairs' O(N^2), so it is faster from 32 agents on,
   but at 8 agents, where K = 6 covers nearly every pair anyway, all pairs skip the window's
   proof and direct searches and run faster.
 - On an accelerator, at the batch sizes drivesim runs, a step costs the latency of its
-  kernels more than their work: at 32 agents all pairs, with no proof, direct searches or
-  fallback (a whole serial rollout of the flagged scenarios), ran 1.3-2.7x faster than the
-  window search on an H200; from 64 agents on the window search was faster (BENCHMARKS.md,
-  "GPU: the platform's searches").
+  kernels more than their work: up to 32 agents all pairs, with no proof, direct searches or
+  fallback (a whole serial rollout of the flagged scenarios), run faster than the window
+  search; from 64 agents on the window search is faster.
 
 ``resolved`` is read when a batch's program is built (its platform is JAX's default backend
 then), so a configuration means the same on every machine and in every campaign ledger.
@@ -31,16 +29,15 @@ from drivesim.core.types import SimConfig
 
 # Most agent slots per scenario for which "auto" takes all pairs; above them the window search
 # (O(N K) work per agent against all pairs' O(N^2)). On the CPU all pairs with each corner
-# against its own route ran 1.2-1.6x faster than the window search at 8 agents on the four
-# synthetic families (BENCHMARKS.md, "The platform's searches on the CPU").
+# against its own route ran faster than the window search at 8 agents on the four synthetic
+# families (benchmarks/engine_variants.py).
 CPU_ALL_PAIRS_AGENTS = 8
 ACCELERATOR_ALL_PAIRS_AGENTS = 32
 # Most road segments (lane slots x segments per lane) for which an accelerator's all-pairs
 # path measures every corner against every lane; above, each corner against its own route
 # (core.edges). On an H200 at 32 agents, every lane was 1.36x faster on merge (8 lanes of 3
 # segments, where the own-route search flagged 12 of 4096 scenarios for the fallback), and
-# the own-route search 1.13x faster on the turning intersection (16 routes of 7 segments;
-# BENCHMARKS.md "GPU: road edges by own route").
+# the own-route search 1.13x faster on the turning intersection (16 routes of 7 segments).
 ACCELERATOR_ALL_LANES_SEGMENTS = 32
 
 

@@ -6,7 +6,7 @@ batch that needs neither skips them. The conditional has a price: a GPU reads it
 back to the host every step, and on the CPU the searches' results cannot fuse into their
 readers. Where the switches are known when the program is built, the engine takes them as
 constants instead: the searches the batch needs are inlined, the others are left out of the
-program (smaller, and faster to compile). BENCHMARKS.md "Search switches fixed per program".
+program (smaller, and faster to compile).
 
 - ``simulate`` reads them from its batch before building the program (:func:`of_batch`): the
   same switches as the conditionals', so the same results bit for bit, and the most agents

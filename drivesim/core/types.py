@@ -342,7 +342,7 @@ class SimConfig:
     junction_capacity: most agents the junction zone (drivesim.core.junction: where
         straight routes cross) searches exactly per step; a scenario with more there at
         some step is simulated again with all pairs. "auto": 8 for scenarios of up to 32
-        agent slots, 16 above (the fastest on the synthetic intersection, BENCHMARKS.md).
+        agent slots, 16 above (the fastest on the synthetic intersection).
     bend_capacity: most agents on bent routes (merge ramps, turns, curved lanes) that
         drivesim.core.bends searches against every agent, so their scenario's straight
         routes keep the sorted window; a scenario with more is proven with its bent routes

@@ -1,10 +1,10 @@
 """Several XLA CPU devices per usable core (DEVICES_PER_CORE).
 
-Measured here (BENCHMARKS.md, W32 on 2 cores): one CPU device runs the engine at about
-27-32 M agent-steps/s, because XLA:CPU splits each of the step loop's fusions over its
-thread pool with a barrier after each; 2 devices 34 M, 4 devices 38 M, 8 devices 45 M,
-16 devices 47 M: independent device programs on cache-sized shards run side by side without
-those barriers. The device count of the host platform is fixed when JAX starts, so
+One CPU device runs the engine slower than several on the same cores, because XLA:CPU
+splits each of the step loop's fusions over its thread pool with a barrier after each:
+independent device programs on cache-sized shards run side by side without those barriers
+(``benchmarks/engine.py`` runs each workload on one device and on all of them). The device
+count of the host platform is fixed when JAX starts, so
 :func:`enable` must run before anything touches a device (the CLI calls it first thing).
 """
 

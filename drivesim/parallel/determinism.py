@@ -5,10 +5,9 @@ into one FMA instruction (``AllowFPOpFusion = Fast``, not configurable) wherever
 the same kernel. A one-device program (``num_partitions=1``) goes through a different pipeline
 than a multi-device one (the SPMD pipeline inlines calls and runs CSE before the main passes),
 so XLA cuts the kernels differently, other multiply-adds get contracted, and a few results
-differ in their last bits (W32, 64 scenarios: 15 bytes of the metrics, 1 device against 2).
+differ in their last bits.
 Every multi-device program agrees with every other, whatever its device count (2, 3, 4, 8),
-backend, block of scenarios per device (1 to 32), chunk or process count (BENCHMARKS.md,
-"Determinism without the FMA tax").
+backend, block of scenarios per device, chunk or process count.
 
 Two ways to the same guarantee:
 
@@ -92,7 +91,7 @@ def pair_forced_single_device() -> bool:
     """Raise an ``XLA_FLAGS`` host device count of 1 to 2 (the later flag wins) before JAX
     starts, so that :func:`paired` finds a second CPU device: a single CPU device with FMA on
     compiles one-partition programs, whose last bits differ from every multi-device program
-    (README, "Determinism"). Both devices share the same cores.
+    (module docstring). Both devices share the same cores.
     Returns whether the count was raised."""
     flags = os.environ.get("XLA_FLAGS", "")
     if xla_flags.last_value(flags, COUNT_FLAG) != "1" or xla_flags.backend_started():

@@ -1,9 +1,9 @@
 """What computed a campaign's results: the engine's code, JAX, the processor, the determinism mode.
 
 Per-scenario results are bitwise reproducible for one program on one kind of processor
-(README, "Determinism"). They are not across processor models: XLA:CPU compiles for the host,
-and an Intel Xeon gives other last bits than an AMD EPYC for the same program (measured on the
-intersection generator, BENCHMARKS.md "Results across processors"). Neither are they across
+(drivesim.parallel.determinism). They are not across processor models: XLA:CPU compiles for
+the host, and an Intel Xeon can give other last bits than an AMD EPYC for the same program.
+Neither are they across
 engine changes. So the first start of a campaign records its program in the ledger's ``meta``
 (``program``), and a resume whose program differs goes on (its results stay within float32
 rounding of the earlier ones) with a note naming what changed, since the rows written before

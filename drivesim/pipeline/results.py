@@ -180,7 +180,7 @@ def _constants(batch_id: int, process_index: int, n: int) -> dict:
     }
 
 
-# Parquet encoding of a shard, chosen by measurement (BENCHMARKS.md, "Result shards"): dictionary
+# Parquet encoding of a shard, chosen by measurement (benchmarks/shard_write.py): dictionary
 # pages only for the string columns (repeated family, source, policy, status names; the metric
 # columns are near-unique floats, where building a dictionary costs most of the write) and
 # column statistics only for the ids that queries filter on.

@@ -16,7 +16,7 @@ from drivesim.core.types import SimConfig
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """Per-step reward of the ego (see the Training section of README.md)::
+    """Per-step reward of the ego (the docs' RL guide explains each term)::
 
         g = route progress gained this step (m), g_max = speed_limit * dt
         r = progress_weight * min(g, g_max) - overspeed_weight * max(0, g - g_max)
@@ -62,8 +62,7 @@ class EnvConfig:
     the order only affects which neighbours the observation lists first (and the window-overflow
     diagnostic), never the physics. ``"episode"``: driven by each episode's own step, exactly as
     :func:`drivesim.core.rollout.rollout` does, so observations equal evaluation's bit for bit;
-    it about doubles the environment's cost per step on CPU. Both learned alike over 3 seeds
-    each (BENCHMARKS.md, Training).
+    it costs more per step. Both learn alike.
     """
 
     family: str = "highway"

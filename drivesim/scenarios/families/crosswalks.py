@@ -18,7 +18,7 @@ scenario's agents (at least one when n >= 4; none below), spread over the eight 
 routes from a drawn first route; the first on each route is crossing (half of them, unless
 a vehicle on the crossed road is too close: see :func:`_blocked`), the others wait on the
 kerb, queued behind the kerb line. IDM with desired walking speeds from the literature
-(README, Scenarios, ``intersection?pedestrians``): v0 ~ U(1.07, 1.61) m/s (mean 1.34 m/s). Without
+(the docs' model page, road users): v0 ~ U(1.07, 1.61) m/s (mean 1.34 m/s). Without
 signals, walkers crossing the major road A yield at the kerb while a priority vehicle is near
 the junction (the engine's yield rule, as the minor road's vehicles do); walkers crossing the
 minor road B have priority (stop_s = +inf), so minor-road vehicles also yield while they walk
