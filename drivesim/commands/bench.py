@@ -4,6 +4,7 @@ on stdout and nothing else there. Records are appended to ``--out`` (JSON lines)
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -153,16 +154,45 @@ def campaign(
     source: Annotated[
         list[str] | None, typer.Option("--source", help="synthetic | store (repeatable; default both)")
     ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="real: the engine, beside its own rate; null: a device program that computes nothing "
+            "(the host's ceiling, with a per-stage breakdown in us per scenario)"
+        ),
+    ] = "real",
     json_out: JsonOpt = False,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
-    """End-to-end marginal campaign rate (synthetic and store sources) beside the engine rate
-    of the same workload, and their ratio (goal >= 0.8)."""
+    """End-to-end marginal campaign rate (synthetic and store sources): beside the engine rate
+    of the same workload and their ratio (goal >= 0.8), or with ``--engine null`` the host's
+    ceiling (goal: >= 1,000,000 scenarios/s synthetic, >= 200,000 from a store)."""
     from drivesim.bench.campaign import SOURCES, CampaignBenchConfig, run_campaign_bench
 
     unknown = set(source or ()) - set(SOURCES)
     if unknown:
         raise typer.BadParameter(f"--source {sorted(unknown)}: expected one of {', '.join(SOURCES)}")
+    if engine not in ("real", "null"):
+        raise typer.BadParameter(f"--engine {engine!r}: expected real or null")
+    if engine == "null":
+        from drivesim.bench.host_ceiling import HostCeilingConfig, run_host_ceiling
+
+        host = HostCeilingConfig(
+            agents=agents,
+            steps=steps,
+            batch_size=batch_size,
+            small_batches=small_batches,
+            large_batches=large_batches,
+            repeats=repeats,
+            sources=tuple(source or SOURCES),
+            work_dir=str(out / "host"),
+        )
+        records = run_host_ceiling(host, log=_err)
+        _emit(records, out, "bench", "host", False)
+        if json_out:  # one object per source, its measures at the top
+            for record in records:
+                print(json.dumps(record.to_dict() | record.extra), flush=True)
+        return
     config = CampaignBenchConfig(
         agents=agents,
         steps=steps,

@@ -49,6 +49,7 @@ from drivesim.pipeline.verify import shard_check
 from drivesim.pipeline.watchdog import Watchdog, WatchdogConfig
 
 ProgressFn = Callable[[BatchEvent], None]
+EngineFactory = Callable[..., DeviceRunner]
 
 
 @dataclass(kw_only=True)
@@ -143,12 +144,20 @@ def _positions(total: int) -> tuple[range, int]:
     return process_positions(total), jax.process_index()
 
 
-def run_campaign(config: CampaignConfig, progress: ProgressFn | None = None, source=None) -> CampaignResult:
+def run_campaign(
+    config: CampaignConfig,
+    progress: ProgressFn | None = None,
+    source=None,
+    *,
+    engine: EngineFactory = DeviceRunner,
+) -> CampaignResult:
     """Run (or resume) the campaign described by ``config`` in ``config.out``.
 
     progress: called with a :class:`BatchEvent` on this thread (start, per batch, end).
     source: a scenario source object (``len``, ``load(position)``) to use instead of
     ``config.sources`` (library use; a resume must pass an equal source).
+    engine: builds the device side from (config, SimConfig, PolicySpec): put/run/fetch
+    (drivesim.bench.null_engine measures the host alone with one that computes nothing).
     """
     config = config if source is not None else resolve_sources(config)
     validate_config(config, available_devices=jax.device_count())
@@ -157,7 +166,7 @@ def run_campaign(config: CampaignConfig, progress: ProgressFn | None = None, sou
 
         return run_cluster_campaign(config, progress or (lambda event: None), source)
     # the runner opens the sources and the policy: their errors come before any write
-    runner = _Runner(config, progress or (lambda event: None), source)
+    runner = _Runner(config, progress or (lambda event: None), source, engine)
     pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)
     with CampaignLock(config.out, jax.process_index()):
         runner.config = prepare_directory(config)
@@ -167,7 +176,7 @@ def run_campaign(config: CampaignConfig, progress: ProgressFn | None = None, sou
 class _Runner:
     """State of one run of a campaign (see module docstring for the threads)."""
 
-    def __init__(self, config: CampaignConfig, progress: ProgressFn, source=None):
+    def __init__(self, config: CampaignConfig, progress: ProgressFn, source=None, engine=DeviceRunner):
         self.config, self.progress = config, progress
         self.directory = pathlib.Path(config.out)
         self.source = (
@@ -179,7 +188,7 @@ class _Runner:
         )
         self.spec = policy_spec(config)
         self.sim_config = sim_config(config, self.spec.kind)
-        self.device = DeviceRunner(config, self.sim_config, self.spec)
+        self.device = engine(config, self.sim_config, self.spec)
         self.total = len(self.source)
         self.positions, self.process_index = _positions(self.total)
         self.events: queue.SimpleQueue = queue.SimpleQueue()
@@ -426,24 +435,31 @@ class _Writer:
         if outcome.error is not None:
             ledger.mark_failed(work.batch_id, outcome.error)
             return
-        with Stopwatch() as sw:
+        phases = outcome.phases
+        with Stopwatch() as encode:
             if outcome.metrics is not None:
                 table = res.batch_table(
                     work.infos, outcome.metrics, self.policies, work.batch_id, self.process_index, work.failed
                 )
             else:
                 table = res.failed_table(work.failed, work.batch_id, self.process_index)
+        with Stopwatch() as write:
             shard = res.write_shard(table, self.directory, work.batch_id)
-        phases = outcome.phases
-        phases.write_s, phases.wall_end = sw.seconds, time.time()
+        with Stopwatch() as checked:
+            check = shard_check(shard)  # row count + SHA-256 of the durable shard, checked on resume
+        phases.encode_s, phases.check_s = encode.seconds, checked.seconds
+        phases.write_s = encode.seconds + write.seconds + checked.seconds
+        phases.wall_end = time.time()
         row = phases.as_dict() | dict(
             num_scenarios=len(work.infos) + len(work.failed),
             size_class=work.size_class,
             host_rss_bytes=host_rss(),
         )
         failures = [(info.scenario_id, reason) for info, reason in work.failed]
-        check = shard_check(shard)  # row count + SHA-256 of the durable shard, checked on resume
-        ledger.mark_done(work.batch_id, str(shard.relative_to(self.directory)), row, failures, check=check)
+        with Stopwatch() as recorded:
+            shard_name = str(shard.relative_to(self.directory))
+            ledger.mark_done(work.batch_id, shard_name, row, failures, check=check)
+        phases.ledger_s = recorded.seconds
 
     def close(self, timeout: float | None = None) -> None:
         if self.thread.is_alive():

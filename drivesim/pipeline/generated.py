@@ -15,6 +15,8 @@ import os
 import threading
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from drivesim.parallel.generated import id_batch
 from drivesim.pipeline.columnar import planner_for
@@ -99,19 +101,32 @@ class GeneratedPlanner(Planner):
             positions = np.asarray(batch.positions, np.int64)
             family = src.families[int(positions[0]) % len(src.families)]
             ids = src.first_id + positions
-            counts = self._counts(positions)
-            infos = [
-                ScenarioInfo(int(p), family, "synthetic", f"{family}-{i}", int(n), batch.size_class)
-                for p, i, n in zip(positions, ids, counts, strict=True)
-            ]
             if batch.size_class == 0:
                 reason = f"ScenarioError: agents exceeds the largest class {SIZE_CLASSES[-1]}"
                 failed = [
-                    (ScenarioInfo(i.scenario_id, family, "synthetic", i.name, None, None), reason)
-                    for i in infos
+                    (ScenarioInfo(int(p), family, "synthetic", f"{family}-{i}", None, None), reason)
+                    for p, i in zip(positions, ids, strict=True)
                 ]
                 return HostWork(batch.batch_id, 0, None, [], failed, sw.seconds)
+            infos = info_columns(family, positions, ids, self._counts(positions), batch.size_class)
             scenario = id_batch(
                 family, ids, src.config.seed, src.config, batch.size_class, self.settings.padded_batch
             )
         return HostWork(batch.batch_id, batch.size_class, scenario, infos, [], sw.seconds)
+
+
+def info_columns(family: str, positions: np.ndarray, ids: np.ndarray, counts: np.ndarray, size_class: int):
+    """The result rows' info columns of a synthetic batch as an Arrow table (no Python per
+    scenario): positions (n,) as scenario_id, names ``family-<id>``, counts (n,) agents."""
+    n = len(positions)
+    names = pc.binary_join_element_wise(f"{family}-", pc.cast(pa.array(ids, pa.int64()), pa.string()), "")
+    return pa.table(
+        {
+            "scenario_id": pa.array(positions, pa.int64()),
+            "family": pa.repeat(pa.scalar(family), n),
+            "source": pa.repeat(pa.scalar("synthetic"), n),
+            "name": names,
+            "num_agents": pa.array(counts, pa.int32()),
+            "size_class": pa.array(np.full(n, size_class, np.int32)),
+        }
+    )

@@ -3,7 +3,9 @@
 Every batch is timed in five phases: ``load_s`` (read/generate, validate, pad, stack on the
 host, measured in the loader thread), ``h2d_s`` (device_put until the arrays are ready, in the
 device prefetch thread), ``compute_s`` (dispatch until the result is ready), ``d2h_s`` (metrics
-back to NumPy) and ``write_s`` (Parquet shard + fsync + ledger); ``compile_s`` is the XLA
+back to NumPy) and ``write_s`` (result table, Parquet shard + fsync, shard check; of which
+``encode_s`` built the table and ``check_s`` hashed the shard); ``ledger_s`` is the ledger's
+commit after it (not stored in the ledger's own row); ``compile_s`` is the XLA
 compilation a batch of a new shape waited for (0 once the shape is compiled), kept out of
 ``compute_s``. Phases of different batches overlap, so their sum over batches exceeds the
 wall time when the pipeline works.
@@ -25,6 +27,9 @@ class PhaseTimes:
     d2h_s: float = 0.0
     write_s: float = 0.0
     compile_s: float = 0.0
+    encode_s: float = 0.0
+    check_s: float = 0.0
+    ledger_s: float = 0.0
     wall_start: float = field(default_factory=time.time)
     wall_end: float | None = None
 

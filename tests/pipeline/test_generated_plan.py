@@ -28,9 +28,12 @@ def test_plan_groups_by_family_and_size_class(tmp_path):
             assert batch.batch_id == min(batch.positions) and len(batch.positions) <= 16
             assert len({p % 2 for p in batch.positions}) == 1
             work = planner.work(batch)
-            assert [i.scenario_id for i in work.infos] == list(batch.positions)
-            assert {i.size_class for i in work.infos} == {batch.size_class}
-            assert all(i.num_agents <= batch.size_class for i in work.infos)
+            infos = work.infos.to_pylist()  # the info columns as an Arrow table
+            assert [i["scenario_id"] for i in infos] == list(batch.positions)
+            assert {i["size_class"] for i in infos} == {batch.size_class}
+            assert all(i["num_agents"] <= batch.size_class for i in infos)
+            family = source.families[batch.positions[0] % 2]
+            assert [i["name"] for i in infos] == [f"{family}-{p}" for p in batch.positions]
             assert work.scenario.scenario_id.shape == (16,) and work.scenario.size_class == batch.size_class
             seen += batch.positions
     assert sorted(seen) == list(range(300))
@@ -38,7 +41,7 @@ def test_plan_groups_by_family_and_size_class(tmp_path):
     batch = planner.plan_window(0, 64)[0]
     family = source.families[batch.positions[0] % 2]
     record = generate(family, batch.positions[0], source.config)
-    assert record.num_agents == planner.work(batch).infos[0].num_agents
+    assert record.num_agents == planner.work(batch).infos.column("num_agents")[0].as_py()
 
 
 def test_host_path_on_request(tmp_path, monkeypatch):
