@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         ] = 0,
         row_group: Annotated[
             int, typer.Option("--row-group", min=1, help="Scenarios per Parquet row group.")
-        ] = 512,
+        ] = 4096,
     ) -> None:
         """Generate COUNT synthetic scenarios into a store (deterministic per id and seed)."""
         from drivesim.scenarios.sources import SyntheticSource

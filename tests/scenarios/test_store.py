@@ -159,3 +159,20 @@ def test_signal_round_trip_and_version_2_store_reads_without_signals(tmp_path):
     pq.write_table(old.replace_schema_metadata({b"drivesim.schema_version": b"2"}), v2)
     assert ScenarioStore(v2).load(1).scenario.signal is None
     assert ScenarioStore(v2).read_batch([0, 1])[0].signal is None
+
+
+def test_store_pages_dictionary_only_for_repeated_strings(tmp_path):
+    path = tmp_path / "s.parquet"
+    write_store(path, [generate("highway", i) for i in range(6)])
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 1  # 4,096 rows per row group by default
+    columns = {
+        meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i)
+        for i in range(meta.num_columns)
+    }
+    dictionary = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
+    for name in ("family", "source"):
+        assert dictionary & set(columns[name].encodings), name
+    for name in ("name", "agents_x.list.element", "road_centers.list.element"):
+        assert not dictionary & set(columns[name].encodings), name
+    assert {c.compression for c in columns.values()} == {"LZ4"}
