@@ -9,7 +9,7 @@ import tempfile
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_cpu_max_isa=AVX")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # One persistent compilation cache for every run of the suite on this machine, inherited by the
-# xdist workers and every process a test starts (CLI, README snippets, Ray workers): a program
+# xdist workers and every process a test starts (CLI, README and docs snippets, Ray workers): a program
 # compiled once is loaded by every later module and every later run, and most of the suite's
 # time is XLA compiling (BENCHMARKS.md "Test suite time"). JAX keys each entry by the program,
 # its compile options, the devices and the jax/jaxlib versions, so an entry is never used for

@@ -1,16 +1,18 @@
 """The curated public API: every exported name resolves, importing the core stays free of IO
-libraries, and the README's Python examples import only from the package and its rooms."""
+libraries, and the Python snippets of README.md and the docs import what exists: the README and
+the API reference pages only from the package and its rooms, the guides from a room's module
+where they say so."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import pathlib
-import re
 import subprocess
 import sys
 
 import pytest
+from doc_pages import python_snippets
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = [
@@ -45,21 +47,36 @@ def test_importing_the_core_pulls_in_no_io_libraries():
     assert out.stdout.strip() == "[]"
 
 
-def _readme_python_imports():
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Python API") :]
-    section = section[: section.index("\n## ", 1)]
-    for block in re.findall(r"```python\n(.*?)```", section, flags=re.S):
-        for node in ast.walk(ast.parse(block)):
+# pages whose snippets import only from the package and its rooms: the README and the API reference
+CURATED = ("README.md", "docs/reference/api/")
+
+
+def _snippet_imports():
+    """(page, module, names) of every ``from drivesim... import ...`` in a Python snippet."""
+    for page, _, code in python_snippets():
+        for node in ast.walk(ast.parse(code)):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("drivesim"):
-                yield node.module, [alias.name for alias in node.names]
+                yield page, node.module, [alias.name for alias in node.names]
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("drivesim") for a in node.names), (
+                    f"{page}: use from ... import"
+                )
 
 
-def test_readme_python_api_imports_from_the_curated_packages():
-    found = list(_readme_python_imports())
-    assert found
-    for module, names in found:
-        assert module in PACKAGES, f"README imports from {module}; use drivesim or a room package"
-        exported = importlib.import_module(module).__all__
-        for name in names:
-            assert name in exported, f"README imports {name} from {module}, which does not export it"
+def test_snippets_import_exported_names():
+    found = list(_snippet_imports())
+    assert {page for page, _, _ in found} >= {"README.md", "docs/reference/api/core.md"}
+    for page, module, names in found:
+        if module in PACKAGES:
+            exported = importlib.import_module(module).__all__
+            for attr in names:
+                assert attr in exported, f"{page} imports {attr} from {module}, which does not export it"
+            continue
+        assert not page.startswith(CURATED), f"{page} imports from {module}; use drivesim or a room package"
+        room = module.split(".")[:2]
+        assert ".".join(room) in PACKAGES, f"{page} imports from {module}, outside the package's rooms"
+        loaded = importlib.import_module(module)
+        public = getattr(loaded, "__all__", None)
+        for attr in names:
+            assert hasattr(loaded, attr), f"{page} imports {attr} from {module}, which has no such name"
+            assert public is None or attr in public, f"{page} imports {attr}, not in {module}.__all__"

@@ -82,7 +82,7 @@ def test_sweep_over_mlp_checkpoints_matches_single_runs(tmp_path):
         mine = [i for i, p in enumerate(sweep["policy"]) if p == f"mlp:{path}"]
         assert [sweep["scenario_id"][i] for i in mine] == single["scenario_id"]
         # equal to float32 rounding: the sweep's batched matrix products (one per checkpoint)
-        # may accumulate in another order than a single policy's (README, Ego policies)
+        # may accumulate in another order than a single policy's (docs/guides/sweep.md)
         np.testing.assert_allclose([sweep["progress_m"][i] for i in mine], single["progress_m"], rtol=1e-5)
     assert sweep["progress_m"][:16] != sweep["progress_m"][16:]  # two different policies
 

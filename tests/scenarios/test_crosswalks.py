@@ -229,7 +229,7 @@ def test_idm_traffic_and_pedestrians_share_the_crosswalks(batch, lit, signals):
     assert np.mean(walked[ped] > 2.0) > 0.3  # pedestrians do cross
     hit = int(np.asarray(metrics.pedestrians_collided).sum())
     # unsignalised: none here; signalised: a little room for a walker who steps off on WALK
-    # as a vehicle rolls onto the crosswalk (README, Scenarios, intersection?pedestrians)
+    # as a vehicle rolls onto the crosswalk (docs/model.md, Scenario families)
     assert hit <= (0 if not signals else max(1, int(0.05 * ped.sum()))), hit
 
 
