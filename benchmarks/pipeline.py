@@ -49,7 +49,7 @@ from drivesim.pipeline.campaign import run_campaign  # noqa: E402
 from drivesim.pipeline.config import CampaignConfig, policy_spec  # noqa: E402
 from drivesim.pipeline.devices import DeviceRunner, block  # noqa: E402
 from drivesim.pipeline.ledger import Ledger  # noqa: E402
-from drivesim.pipeline.plan import Planner, PlanSettings, stack_batch  # noqa: E402
+from drivesim.pipeline.plan import Planner, plan_settings, stack_batch  # noqa: E402
 from drivesim.scenarios.sources import SyntheticSource  # noqa: E402
 from drivesim.scenarios.synthetic import FamilyConfig  # noqa: E402
 
@@ -106,12 +106,7 @@ def compute_seconds(runner: DeviceRunner, host, rows: int, repeats: int = 8) -> 
 def _planner(config: CampaignConfig, source, directory: Path, read_ahead: bool = True) -> Planner:
     directory.mkdir(parents=True, exist_ok=True)
     Ledger(directory).close()
-    settings = PlanSettings(
-        batch_size=config.batch_size,
-        window=config.window,
-        padded_batch=config.batch_size,
-        loader_threads=config.loader_threads,
-    )
+    settings = plan_settings(int(config.batch_size), config.window_batches, 1, config.loader_threads)
     planner = Planner(source, directory, settings, range(len(source)))
     if not read_ahead:
         planner.READ_AHEAD = 0

@@ -135,7 +135,7 @@ def steady_rates(config: CampaignConfig, work: Path, name: str, repeats: int) ->
     untimed 2-batch run that compiles the programs into the persistent cache."""
     from drivesim.pipeline.campaign import run_campaign
 
-    run_campaign(replace(config, count=2 * config.batch_size, out=str(work / f"{name}-warm")))
+    run_campaign(replace(config, count=2 * int(config.batch_size), out=str(work / f"{name}-warm")))
     out = []
     for k in range(repeats):
         directory = work / f"{name}-{k}"

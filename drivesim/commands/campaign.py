@@ -44,6 +44,19 @@ def _join_processes(coordinator: str | None, num_processes: int | None, process_
     initialize(distributed_config(coordinator, num_processes, process_id))
 
 
+def _batch_size(value: str | None) -> int | str:
+    if value is None or value == "auto":
+        return "auto"
+    try:
+        number = int(value)
+    except ValueError:
+        raise typer.BadParameter(f"--batch-size: expected an integer or 'auto', got {value!r}") from None
+    lo, hi = BOUNDS["batch_size"]
+    if not lo <= number <= hi:
+        raise typer.BadParameter(f"--batch-size: {number} is outside [{lo}, {hi}]")
+    return number
+
+
 def _chunk(value: str | None):
     if value is None or value == "auto":
         return value
@@ -130,13 +143,12 @@ def register(app: typer.Typer) -> None:
             typer.Option(help="Scenarios per device per dispatch: N or 'auto' (default: the whole batch)."),
         ] = None,
         batch_size: Annotated[
-            int,
+            str | None,
             typer.Option(
-                help="Scenarios per batch (one ledger entry, one Parquet shard).",
-                min=BOUNDS["batch_size"][0],
-                max=BOUNDS["batch_size"][1],
+                help="Scenarios per batch (one ledger entry, one Parquet shard): N or 'auto', about a "
+                "second of device time per batch (the default; a resume may change it).",
             ),
-        ] = 128,
+        ] = None,
         steps: Annotated[
             int,
             typer.Option(
@@ -246,6 +258,7 @@ def register(app: typer.Typer) -> None:
                 backend=backend,
                 devices=devices,
                 chunk=_chunk(chunk) if chunk is not None else stored.chunk,
+                batch_size=_batch_size(batch_size) if batch_size is not None else stored.batch_size,
                 stall_s=stall_timeout,
                 cluster=cluster,
                 workers=workers,
@@ -260,7 +273,7 @@ def register(app: typer.Typer) -> None:
                 backend=backend,
                 devices=devices,
                 chunk=_chunk(chunk),
-                batch_size=batch_size,
+                batch_size=_batch_size(batch_size),
                 num_steps=steps,
                 agents=agents,
                 lane_changes=lane_changes,
@@ -400,6 +413,7 @@ def _run(config, live_html: bool) -> None:
         f"done: {result.done:,}/{result.total:,} scenarios ({result.skipped:,} from an earlier run), "
         f"{result.failed:,} failed, {result.failed_batches} batches failed; "
         f"{result.scenarios_per_s:,.1f} scenarios/s on {result.device_count} devices"
+        + (f", batches of {result.batch_size:,}" if result.batch_size else "")
     )
     console.print(
         f"results: {pathlib.Path(config.out) / 'results'}  "

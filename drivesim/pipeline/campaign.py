@@ -10,7 +10,6 @@ Progress is reported through ``progress(BatchEvent)`` calls on the calling threa
 from __future__ import annotations
 
 import json
-import math
 import pathlib
 import platform
 import queue
@@ -25,7 +24,7 @@ from typing import Any
 import jax
 
 from drivesim.parallel.memory import host_rss
-from drivesim.pipeline import fingerprint, policy_provenance, program_identity, sessions, verify
+from drivesim.pipeline import batch_size, fingerprint, policy_provenance, program_identity, sessions, verify
 from drivesim.pipeline import results as res
 from drivesim.pipeline import sources as src
 from drivesim.pipeline.config import (
@@ -41,7 +40,7 @@ from drivesim.pipeline.devices import DeviceRunner, block
 from drivesim.pipeline.generated import make_planner
 from drivesim.pipeline.ledger import Ledger
 from drivesim.pipeline.lock import CampaignLock, remove_dead_temporaries
-from drivesim.pipeline.plan import HostWork, PlanSettings
+from drivesim.pipeline.plan import HostWork, plan_settings
 from drivesim.pipeline.prefetch import Prefetcher, chain
 from drivesim.pipeline.timing import BatchEvent, PhaseTimes, Stopwatch
 from drivesim.pipeline.validation import validate_config
@@ -66,6 +65,7 @@ class CampaignResult:
     elapsed_s: float
     scenarios_per_s: float
     device_count: int
+    batch_size: int | None = None  # this run's scenarios per batch (``batch_size="auto"`` resolved)
     notes: list[str] = field(default_factory=list)
 
 
@@ -191,6 +191,8 @@ class _Runner:
         self.device = engine(config, self.sim_config, self.spec)
         self.total = len(self.source)
         self.positions, self.process_index = _positions(self.total)
+        platform = jax.default_backend()
+        self.batch_size = batch_size.for_campaign(config, self.total, platform, self.device.num_devices)
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.counts = dict(done=0, failed=0, failed_batches=0, this_run=0)
         self._last_ready = 0.0  # perf_counter when the previous batch's result was ready
@@ -206,12 +208,7 @@ class _Runner:
         self.start = time.perf_counter()
         self._emit("start")
         d = self.device.num_devices
-        settings = PlanSettings(
-            batch_size=self.config.batch_size,
-            window=self.config.window,
-            padded_batch=math.ceil(self.config.batch_size / d) * d,
-            loader_threads=self.config.loader_threads,
-        )
+        settings = plan_settings(self.batch_size, self.config.window_batches, d, self.config.loader_threads)
         planner = make_planner(self.source, self.directory, settings, self.positions)
         host = Prefetcher(planner, self.config.prefetch, name="drivesim-loader")
         stage = chain(host, self._to_device, depth=2)
@@ -345,6 +342,7 @@ class _Runner:
             jax_version=jax.__version__,
             backend=self.config.backend,
             device_count=str(self.device.num_devices),
+            batch_size=str(self.batch_size),  # this run's (a resume may use another)
             workload=_describe(self.source),
             policy_training=json.dumps(policy_provenance.training_records(self.config.policy)),
             **first,  # the campaign's first start; every session is in sessions.jsonl
@@ -488,5 +486,6 @@ def finish_run(run, *, total: int, device_count: int, notes: list[str]) -> Campa
         elapsed_s=elapsed,
         scenarios_per_s=rate,
         device_count=device_count,
+        batch_size=getattr(run, "batch_size", None),
         notes=notes,
     )

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drivesim.parallel import determinism
-from drivesim.pipeline import policy_provenance, sessions
+from drivesim.pipeline import batch_size, policy_provenance, sessions
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
 from drivesim.pipeline.program_identity import worker_notes
@@ -167,7 +167,7 @@ class _Driver:
 
     def run(self):
         from drivesim.pipeline.generated import make_planner
-        from drivesim.pipeline.plan import PlanSettings
+        from drivesim.pipeline.plan import plan_settings
 
         ledger = Ledger(self.directory)
         try:
@@ -177,12 +177,9 @@ class _Driver:
             self._write_meta(ledger)
             self.start = time.perf_counter()
             self._emit("start")
-            settings = PlanSettings(
-                batch_size=self.config.batch_size,
-                window=self.config.window,
-                padded_batch=self.config.batch_size,  # the workers pad for their own devices
-                loader_threads=self.config.loader_threads,
-            )
+            # the workers pad for their own devices: one device's rule here
+            threads = self.config.loader_threads
+            settings = plan_settings(self.batch_size, self.config.window_batches, 1, threads)
             planner = plan_only(make_planner(self.source, self.directory, settings, range(len(self.source))))
             self.plan = (ticket for _, ticket in planner(threading.Event()))
             self._schedule(ledger)
@@ -219,6 +216,10 @@ class _Driver:
                 self.ray.kill(handle, no_restart=True)
             raise
         self.device_count = sum(info["devices"] for info in infos)
+        # batches go to one worker each: sized for the first worker's devices
+        self.batch_size = batch_size.for_campaign(
+            self.config, len(self.source), infos[0]["platform"], infos[0]["devices"]
+        )
         # the workers compute, not this driver: their programs are recorded and compared
         self.notes += worker_notes(ledger, {info["name"]: info["program"] for info in infos})
         return {info["name"]: h for info, h in zip(infos, handles, strict=True)}
@@ -358,6 +359,7 @@ class _Driver:
             devices=str(kinds),
             backend=self.config.backend,
             device_count=str(self.device_count),
+            batch_size=str(self.batch_size),
             workload=_describe(self.source),
             cluster=self.config.cluster or "",
             policy_training=json.dumps(policy_provenance.training_records(self.config.policy)),

@@ -58,14 +58,14 @@ class ColumnarPlanner(Planner):
         keys = store.bucket_keys().stacked()
         ledger = Ledger(self.directory)
         try:
-            for window_id, start, stop_pos in self.windows():
+            for window in self.walk(ledger):
                 if stop.is_set():
                     return
-                plan = None
-                if ledger.window_planned(window_id):
+                plan, window_id, start, stop_pos = None, window.window_id, window.start, window.stop
+                if window.planned:
                     batches = ledger.open_batches(window_id)
                 else:
-                    plan = plan_window(keys[start:stop_pos], start, self.settings.batch_size)
+                    plan = plan_window(keys[start:stop_pos], start, window.batch_size)
                     done = ledger.done_ids(window_id)
                     batches = [b for b in plan if b.batch_id not in done]
                     for batch in batches:

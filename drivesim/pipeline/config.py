@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 CONFIG_NAME = "campaign.toml"
 
-# Fields whose change would change the results or the batch plan: a resume must match them.
+# Fields whose change would change the results: a resume must match them. The batch size and
+# window are not among them: a resume keeps the windows already begun (drivesim.pipeline.plan).
 IDENTITY_FIELDS = (
     "sources",
     "count",
@@ -25,8 +26,6 @@ IDENTITY_FIELDS = (
     "num_steps",
     "agents",
     "max_agents",
-    "batch_size",
-    "window_batches",
     "lane_changes",
     "occlusion",
 )
@@ -44,7 +43,8 @@ class CampaignConfig:
         (one policy per checkpoint) or ``package.module:NAME`` (a user EgoPolicy);
         sweep: TOML/JSON file of IDM variants.
     backend, devices, chunk: executor settings (chunk: int, "auto" or None).
-    batch_size: scenarios per host batch (one ledger batch, one Parquet shard).
+    batch_size: scenarios per host batch (one ledger batch, one Parquet shard), or "auto":
+        about a second of device time per batch (drivesim.pipeline.batch_size).
     window_batches: batches planned together; the plan (bucketing by agent count) is a pure
         function of the positions of a window, so a resumed run rebuilds identical batches.
     num_steps: simulation steps; agents: fixed agent count for synthetic families (None:
@@ -74,7 +74,7 @@ class CampaignConfig:
     backend: str = "sharding"
     devices: int | None = None
     chunk: int | str | None = None
-    batch_size: int = 128
+    batch_size: int | str = "auto"
     window_batches: int = 8
     num_steps: int = 80
     agents: int | None = None
@@ -92,7 +92,10 @@ class CampaignConfig:
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
-        if self.count < 0 or self.batch_size < 1 or self.window_batches < 1:
+        auto = self.batch_size == "auto"
+        if not auto and not (isinstance(self.batch_size, int) and not isinstance(self.batch_size, bool)):
+            raise ValueError(f"CampaignConfig.batch_size: a number or 'auto', got {self.batch_size!r}")
+        if self.count < 0 or (not auto and int(self.batch_size) < 1) or self.window_batches < 1:
             raise ValueError("CampaignConfig: count >= 0, batch_size >= 1 and window_batches >= 1 required")
         if self.loader_threads < 1 or self.prefetch < 1:
             raise ValueError("CampaignConfig: loader_threads and prefetch must be >= 1")
@@ -102,11 +105,6 @@ class CampaignConfig:
             from drivesim.pipeline.validation import ConfigError  # a usage error (exit status 2)
 
             raise ConfigError(f"CampaignConfig.policy: {err}") from None
-
-    @property
-    def window(self) -> int:
-        """Positions per planning window."""
-        return self.batch_size * self.window_batches
 
     def identity(self) -> dict:
         """The fields a resume must match (JSON-comparable; max_agents only when set and

@@ -45,11 +45,13 @@ class GeneratedPlanner(Planner):
     def __call__(self, stop: threading.Event):
         ledger = Ledger(self.directory)
         try:
-            for window_id, start, stop_pos in self.windows():
-                if ledger.window_planned(window_id):
+            for window in self.walk(ledger):
+                window_id = window.window_id
+                if window.planned:
                     batches, done = ledger.open_batches(window_id), set()
                 else:
-                    batches, done = self.plan_window(start, stop_pos), ledger.done_ids(window_id)
+                    batches = self.plan_window(window.start, window.stop, window.batch_size)
+                    done = ledger.done_ids(window_id)
                 for batch in batches:
                     if stop.is_set():
                         return
@@ -57,8 +59,8 @@ class GeneratedPlanner(Planner):
                         continue
                     ledger.record_batch(window_id, batch)
                     yield batch.batch_id, self.work(batch)
-                if not ledger.window_planned(window_id):
-                    ledger.record_plan(window_id, window_id, stop_pos, batches)
+                if not window.planned:
+                    ledger.record_plan(window_id, window_id, window.stop, batches)
         finally:
             ledger.close()
 
@@ -75,16 +77,16 @@ class GeneratedPlanner(Planner):
                 counts[rows] = agent_counts(name, src.first_id + positions[rows], src.config, src.config.seed)
         return counts
 
-    def plan_window(self, start: int, stop: int) -> list[PlannedBatch]:
+    def plan_window(self, start: int, stop: int, batch_size: int | None = None) -> list[PlannedBatch]:
         """Batches of positions [start, stop): per (family, size class) in position order,
-        cut into batch_size; scenarios larger than every class form one failed batch
-        (size class 0). Sorted by batch id."""
+        cut into ``batch_size`` (default: the settings'); scenarios larger than every class
+        form one failed batch (size class 0). Sorted by batch id."""
         positions = np.arange(start, stop)
         counts = self._counts(positions)
         fits = counts <= SIZE_CLASSES[-1]
         classes = np.zeros(len(positions), np.int64)
         classes[fits] = np.asarray(SIZE_CLASSES)[np.searchsorted(SIZE_CLASSES, np.maximum(counts[fits], 1))]
-        which, size = self._family(positions), self.settings.batch_size
+        which, size = self._family(positions), batch_size or self.settings.batch_size
         batches = []
         for key in np.unique(which * 1024 + classes):
             group = positions[(which * 1024 + classes) == key]
@@ -109,9 +111,8 @@ class GeneratedPlanner(Planner):
                 ]
                 return HostWork(batch.batch_id, 0, None, [], failed, sw.seconds)
             infos = info_columns(family, positions, ids, self._counts(positions), batch.size_class)
-            scenario = id_batch(
-                family, ids, src.config.seed, src.config, batch.size_class, self.settings.padded_batch
-            )
+            rows = max(self.settings.padded_batch, len(ids))  # a window begun with larger batches
+            scenario = id_batch(family, ids, src.config.seed, src.config, batch.size_class, rows)
         return HostWork(batch.batch_id, batch.size_class, scenario, infos, [], sw.seconds)
 
 

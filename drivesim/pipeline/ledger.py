@@ -8,7 +8,9 @@ marked done, so no ledger entry ever points at a missing shard). This saves one 
 batch on the writer thread.
 
 ``batches`` holds every planned batch (its scenario ids and status), ``phases`` the per-batch
-timings, ``meta`` key/values, ``windows`` which planning windows have a recorded plan and
+timings, ``meta`` key/values, ``windows`` which planning windows have a recorded plan,
+``window_starts`` the stop and batch size each window was begun with (a window begun and not
+planned is planned again with them on resume, whatever the batch size of the resuming run) and
 ``failures`` one row per scenario that failed to load or validate. A batch is marked done only
 after its Parquet shard is durable. Each thread opens its own :class:`Ledger` (sqlite3
 connections are not shared between threads).
@@ -36,6 +38,8 @@ CREATE TABLE IF NOT EXISTS phases(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS windows(window_id INTEGER PRIMARY KEY, start INTEGER, stop INTEGER,
     num_batches INTEGER);
+CREATE TABLE IF NOT EXISTS window_starts(window_id INTEGER PRIMARY KEY, stop INTEGER,
+    batch_size INTEGER);
 CREATE TABLE IF NOT EXISTS failures(scenario_id INTEGER PRIMARY KEY, batch_id INTEGER, reason TEXT);
 CREATE INDEX IF NOT EXISTS batches_window ON batches(window_id);
 """
@@ -125,6 +129,16 @@ class Ledger:
         """The stop position a planned window was planned up to (None: not planned)."""
         row = self.conn.execute("SELECT stop FROM windows WHERE window_id=?", (window_id,)).fetchone()
         return None if row is None else int(row[0])
+
+    def begin_window(self, window_id: int, stop: int, batch_size: int) -> tuple[int, int]:
+        """Record that window ``window_id`` (its first position) is planned up to ``stop`` in
+        batches of ``batch_size``, unless it was begun before; returns the (stop, batch size)
+        in force for it."""
+        self.conn.execute("INSERT OR IGNORE INTO window_starts VALUES (?,?,?)", (window_id, stop, batch_size))
+        row = self.conn.execute(
+            "SELECT stop, batch_size FROM window_starts WHERE window_id=?", (window_id,)
+        ).fetchone()
+        return int(row[0]), int(row[1])
 
     def record_plan(self, window_id: int, start: int, stop: int, batches: list[PlannedBatch]) -> None:
         """Insert a window's batches as pending and mark the window planned (one transaction)."""

@@ -1,8 +1,10 @@
 """Deterministic batch planning and host batch preparation (the loader stage).
 
-Positions ``0..len(source)-1`` are cut into windows of ``batch_size * window_batches``. Inside a
-window, scenarios are loaded in position order and bucketed by (agent size class, has log);
-a bucket that reaches ``batch_size`` becomes a batch, and the rest are flushed at the window's
+Positions ``0..len(source)-1`` are cut into windows of ``batch_size * window_batches``, each
+begun in the ledger with its stop and batch size (:meth:`Planner.walk`): a resume with another
+batch size keeps the windows already begun and cuts only the rest anew. Inside a window,
+scenarios are loaded in position order and bucketed by (agent size class, has log); a bucket
+that reaches ``batch_size`` becomes a batch, and the rest are flushed at the window's
 end, together with one batch of the window's failed scenarios. A batch's id is its smallest
 position. The plan is a pure function of the window's scenarios, so a resumed run rebuilds the
 same batches; a window whose plan is complete in the ledger is rebuilt from the ledger alone.
@@ -50,6 +52,32 @@ class PlanSettings:
     window: int
     padded_batch: int
     loader_threads: int
+
+
+def plan_settings(batch_size: int, window_batches: int, devices: int, loader_threads: int) -> PlanSettings:
+    """The one rule for a campaign's plan: windows of ``window_batches`` batches, every
+    batch padded to a whole number of rows per device."""
+    return PlanSettings(
+        batch_size=batch_size,
+        window=batch_size * window_batches,
+        padded_batch=-(-batch_size // devices) * devices,
+        loader_threads=loader_threads,
+    )
+
+
+@dataclass(frozen=True)
+class Window:
+    """A stretch of positions ``start..stop-1`` planned together (``window_id`` = start), in
+    batches of ``batch_size``; ``planned``: its plan is complete in the ledger."""
+
+    window_id: int
+    stop: int
+    batch_size: int
+    planned: bool
+
+    @property
+    def start(self) -> int:
+        return self.window_id
 
 
 def _load(source, position: int, validated: bool):
@@ -119,6 +147,7 @@ class LoadRun:
     batch: PlannedBatch | None = None
     last: bool = False
     window_stop: int = 0  # the window's end position (unplanned windows)
+    batch_size: int = 0  # the window's batch size (unplanned windows)
 
 
 @dataclass
@@ -154,6 +183,24 @@ class Planner:
         first, last = self.positions.start, self.positions.stop
         return [(start, start, min(start + w, last)) for start in range(first, last, w)]
 
+    def walk(self, ledger: Ledger):
+        """The Windows over this process's positions, in order: a planned window as it was
+        planned, a window begun but not planned (a killed run) with the stop and batch size it
+        was begun with, and each further window of ``settings.window`` positions, begun in the
+        ledger (window_starts) as it is reached. So a campaign grown by further sources keeps
+        its plan and a resume with another batch size never cuts a begun window anew."""
+        position, last = self.positions.start, self.positions.stop
+        while position < last:
+            planned = ledger.planned_stop(position)
+            if planned is not None and planned > position:
+                yield Window(position, planned, self.settings.batch_size, planned=True)
+                position = planned
+                continue
+            want = min(position + self.settings.window, last)
+            stop, size = ledger.begin_window(position, want, self.settings.batch_size)
+            yield Window(position, min(stop, last), size, planned=False)
+            position = min(stop, last)
+
     def __call__(self, stop: threading.Event):
         ledger = Ledger(self.directory)
         pool = ThreadPoolExecutor(self.settings.loader_threads, thread_name_prefix="drivesim-loader")
@@ -165,9 +212,7 @@ class Planner:
                     continue
                 if plan is None or plan.window_id != run.window_id:
                     done = ledger.done_ids(run.window_id)
-                    plan = _WindowPlan(
-                        run.window_id, run.window_stop, done, BucketGroups(self.settings.batch_size)
-                    )
+                    plan = _WindowPlan(run.window_id, run.window_stop, done, BucketGroups(run.batch_size))
                 yield from self._add(ledger, plan, run.positions, loaded, spent)
                 if run.last:
                     yield from self._finish(ledger, plan)
@@ -176,24 +221,23 @@ class Planner:
             ledger.close()
 
     def _runs(self, ledger: Ledger):
-        """LoadRuns of every window in order: a planned window's open batches, else the
-        window cut into slices of max(batch_size, 64) positions. A window planned up to a
-        stop short of its stop now (the campaign grew by further sources, e.g. a catalogue
-        refinement round) keeps its plan; the positions after it form a window of their own,
-        whose id is its first position."""
-        step = max(self.settings.batch_size, 64)
-        for window_id, start, stop_pos in self.windows():
-            while (planned := ledger.planned_stop(window_id)) is not None:
-                for batch in ledger.open_batches(window_id):
-                    yield LoadRun(window_id, tuple(batch.positions), batch)
-                window_id = start = planned
-                if start >= stop_pos:
-                    break
-            if start >= stop_pos:
+        """LoadRuns of every window in order (:meth:`walk`): a planned window's open batches,
+        else the window cut into slices of max(batch_size, 64) positions."""
+        for window in self.walk(ledger):
+            if window.planned:
+                for batch in ledger.open_batches(window.window_id):
+                    yield LoadRun(window.window_id, tuple(batch.positions), batch)
                 continue
-            for lo in range(start, stop_pos, step):
-                hi = min(lo + step, stop_pos)
-                yield LoadRun(window_id, tuple(range(lo, hi)), last=hi == stop_pos, window_stop=stop_pos)
+            step = max(window.batch_size, 64)
+            for lo in range(window.start, window.stop, step):
+                hi = min(lo + step, window.stop)
+                yield LoadRun(
+                    window.window_id,
+                    tuple(range(lo, hi)),
+                    last=hi == window.stop,
+                    window_stop=window.stop,
+                    batch_size=window.batch_size,
+                )
 
     def _read_ahead(self, pool, runs, stop: threading.Event):
         """(run, loaded items, seconds waited for them) per run in order, keeping

@@ -18,10 +18,11 @@ import time
 
 import numpy as np
 
+from drivesim.pipeline import batch_size
 from drivesim.pipeline import results as res
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.ledger import PlannedBatch
-from drivesim.pipeline.plan import HostWork, Planner, PlanSettings, _load, _ok
+from drivesim.pipeline.plan import HostWork, Planner, _load, _ok, plan_settings
 from drivesim.pipeline.timing import Stopwatch
 
 # What crosses the wire for one batch: (batch_id, positions, size_class)
@@ -97,21 +98,28 @@ class CampaignWorker:
         self.spec = policy_spec(config)
         self.device = DeviceRunner(config, sim_config(config, self.spec.kind), self.spec)
         d = self.device.num_devices
-        settings = PlanSettings(
-            batch_size=config.batch_size,
-            window=config.window,
-            padded_batch=-(-config.batch_size // d) * d,
-            loader_threads=config.loader_threads,
-        )
+        import jax  # after prepare_jax
+
+        size = batch_size.for_campaign(config, len(source), jax.default_backend(), d)
+        settings = plan_settings(size, config.window_batches, d, config.loader_threads)
         self.planner = make_planner(source, self.directory, settings, range(len(source)))
         self.name = f"w{index}@{platform.node()}:{os.getpid()}"
 
     def info(self) -> dict:
         """The worker's name, process id, device count and program (pipeline.program_identity)."""
+        import jax
+
         from drivesim.pipeline.program_identity import program
 
         devices = self.device.num_devices
-        return dict(name=self.name, pid=os.getpid(), devices=devices, core=self.core, program=program())
+        return dict(
+            name=self.name,
+            pid=os.getpid(),
+            devices=devices,
+            platform=jax.default_backend(),
+            core=self.core,
+            program=program(),
+        )
 
     def pid(self) -> int:
         return os.getpid()

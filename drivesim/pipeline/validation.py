@@ -94,7 +94,7 @@ def validate_config(config, available_devices: int | None = None) -> None:
 
     for name, bounds in BOUNDS.items():
         value = getattr(config, name, None)
-        if name == "chunk" and value == "auto":
+        if name in ("chunk", "batch_size") and value == "auto":
             continue
         if value is not None:
             _check_int(name, value, bounds)

@@ -179,6 +179,7 @@ def header_fields(data: CampaignData) -> dict[str, str]:
         "devices": str(devices),
         "device count": meta.get("device_count") or str(rec.get("device_count", "")),
         "backend": meta.get("backend") or rec.get("backend", ""),
+        "batch size": meta.get("batch_size") or str(rec.get("batch_size") or ""),
         "JAX version": meta.get("jax_version") or rec.get("jax_version", ""),
         "workload": meta.get("workload") or rec.get("workload", ""),
         "started": _date(meta.get("started_at") or rec.get("timestamp")),

@@ -32,7 +32,8 @@ def test_bench_campaign_null_json(tmp_path):
         stages = r["stages_us_per_scenario"]
         assert set(stages) == {*STAGES, "marginal", "other"}
         assert all(v >= 0 for v in stages.values())
-        assert stages["marginal"] == pytest.approx(1e6 / r["campaign_scenarios_per_s"]["median"], rel=0.5)
+        rates = [1e6 / r["campaign_scenarios_per_s"][k] for k in ("min", "max")]
+        assert min(rates) * 0.99 <= stages["marginal"] <= max(rates) * 1.01  # a pair's own rate
     assert (tmp_path / "bench" / "host.jsonl").is_file()
 
 

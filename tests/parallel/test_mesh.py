@@ -12,10 +12,10 @@ from drivesim.parallel.mesh import pad_rows, plan_layout, select_devices, slice_
     ("rows", "devices", "chunk", "expected"),
     [
         (13, 8, None, (2, 1, 16)),
-        (13, 8, 1, (1, 2, 16)),
+        (13, 8, 1, (2, 1, 16)),  # at least 2 rows per device (mesh.MIN_ROWS_PER_DEVICE)
         (13, 3, 2, (2, 3, 18)),
         (13, 1, None, (13, 1, 13)),
-        (5, 8, None, (1, 1, 8)),
+        (5, 8, None, (2, 1, 16)),
         (13, 3, 100, (5, 1, 15)),
     ],
 )

@@ -100,19 +100,19 @@ def test_chunk_auto_chooses_a_chunk(tmp_path):
     from drivesim.scenarios.sources import SyntheticSource
     from drivesim.scenarios.synthetic import FamilyConfig
 
-    source = SyntheticSource(["highway"], 16, 0, config=FamilyConfig(num_agents=16, steps=10))
-    batch = pad_and_stack([source.load(i).scenario for i in range(16)])
+    source = SyntheticSource(["highway"], 32, 0, config=FamilyConfig(num_agents=16, steps=10))
+    batch = pad_and_stack([source.load(i).scenario for i in range(32)])
     sim = SimConfig(num_steps=10)
     spec = policy_spec(small_config(tmp_path, chunk=None))
     whole = DeviceRunner(small_config(tmp_path, chunk=None), sim, spec)
     auto = DeviceRunner(small_config(tmp_path, chunk="auto"), sim, spec)
     assert auto.executor.config.chunk == "auto"
     ex = auto.executor
-    two_rows = ex.compiled_memory_bytes(_rows_of(batch, 2 * ex.num_devices))
-    ex.config = dataclasses.replace(ex.config, memory_budget_bytes=two_rows - 1)  # less than 2 per device
+    three_rows = ex.compiled_memory_bytes(_rows_of(batch, 3 * ex.num_devices))
+    ex.config = dataclasses.replace(ex.config, memory_budget_bytes=three_rows - 1)  # less than 3 per device
     dbatch = auto.put(batch)
-    assert dbatch.layout.chunk == 1 and dbatch.layout.n_chunks == 16 // ex.num_devices
-    got, want = auto.fetch(auto.run(dbatch), 16), whole.fetch(whole.run(whole.put(batch)), 16)
+    assert dbatch.layout.chunk == 2 and dbatch.layout.n_chunks == 32 // (2 * ex.num_devices)
+    got, want = auto.fetch(auto.run(dbatch), 32), whole.fetch(whole.run(whole.put(batch)), 32)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
