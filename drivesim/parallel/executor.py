@@ -36,6 +36,7 @@ from drivesim.parallel.failover import DispatchInfo, failed_device_ids
 from drivesim.parallel.memory import compiled_bytes
 from drivesim.parallel.mesh import (
     DATA,
+    MIN_ROWS_PER_DEVICE,
     Layout,
     batch_rows,
     data_sharding,
@@ -320,7 +321,7 @@ class Executor:
     def _chunk_for(self, host: Scenario, max_rows: int) -> int | None:
         if not isinstance(self.config.chunk, str):
             return self.config.chunk
-        per_device = max(1, math.ceil(max_rows / len(self.local_devices)))
+        per_device = max(MIN_ROWS_PER_DEVICE, math.ceil(max_rows / len(self.local_devices)))
         row = slice_rows(host, 0, 1)
         key = (_signature(row), per_device, self.num_devices)
         if key not in self._auto_chunk:
@@ -332,9 +333,9 @@ def choose_chunk(executor: Executor, row: Scenario, per_device: int) -> int:
     """Largest chunk c <= per_device whose compiled per-device memory fits the budget.
 
     Memory grows about linearly in c from c = 2: measure c = 2 and 4, solve for the budget,
-    then check the candidate by compiling it and shrink by 10% steps until it fits. (c = 1
-    is off the line: its exact fallback still simulates 2 scenarios, so it can need more
-    memory than c = 2; it is the answer only when c = 2 does not fit.)"""
+    then check the candidate by compiling it and shrink by 10% steps until it fits. Never
+    below c = 2 (mesh.MIN_ROWS_PER_DEVICE: a program of one row per device gives other last
+    bits); a warning says when even 2 do not fit."""
     budget = executor.memory_budget()
     d = executor.num_devices
 
@@ -342,16 +343,12 @@ def choose_chunk(executor: Executor, row: Scenario, per_device: int) -> int:
         like = jax.tree_util.tree_map(lambda a: np.broadcast_to(a, (d * c, *a.shape[1:])), row)
         return executor.compiled_memory_bytes(like)
 
-    if per_device == 1:
-        return 1
+    if per_device <= MIN_ROWS_PER_DEVICE:
+        return MIN_ROWS_PER_DEVICE
     m2 = mem(2)
     if m2 > budget:
-        m1 = mem(1)
-        if m1 > budget:
-            log.warning("chunk=auto: one scenario per device needs %d bytes > budget %d", m1, budget)
-        return 1
-    if per_device == 2:
-        return 2
+        log.warning("chunk=auto: 2 scenarios per device (the fewest) need %d bytes > budget %d", m2, budget)
+        return MIN_ROWS_PER_DEVICE
     top = min(per_device, 4)
     slope = max((mem(top) - m2) // (top - 2), 1)
     c = int(min(per_device, 2 + (budget - m2) // slope))

@@ -37,13 +37,15 @@ DEFAULT_AGENTS = 32  # a source of several agent counts: the padding class of mo
 @dataclass(frozen=True, kw_only=True)
 class Workload:
     """What decides the batch size: scenarios in the campaign, agents and steps per scenario,
-    the platform ("cpu", "gpu", "tpu") and its device count."""
+    the platform ("cpu", "gpu", "tpu"), its device count and (CPU) the cores of the process
+    that computes (None: this process's)."""
 
     scenarios: int
     agents: int | None
     steps: int
     platform: str
     devices: int
+    cores: int | None = None
 
 
 def _pow2_floor(x: float) -> int:
@@ -54,11 +56,12 @@ def _pow2_ceil(x: float) -> int:
     return 1 << max(0, int(math.ceil(math.log2(max(x, 1.0)))))
 
 
-def device_rate(platform: str, devices: int) -> float:
+def device_rate(platform: str, devices: int, cores: int | None = None) -> float:
     """Agent-steps per second of the engine on ``devices`` devices of ``platform``: per core
-    on a CPU (XLA:CPU devices share the cores), per device on an accelerator."""
+    on a CPU (XLA:CPU devices share the cores; ``cores`` None: this process's), per device on
+    an accelerator."""
     if platform == "cpu":
-        return AGENT_STEPS_PER_S["cpu"] * usable_cores()
+        return AGENT_STEPS_PER_S["cpu"] * (cores or usable_cores())
     return AGENT_STEPS_PER_S["accelerator"] * devices
 
 
@@ -66,7 +69,8 @@ def auto_batch_size(work: Workload) -> int:
     """The batch size of the rule in the module docstring."""
     agents = work.agents or DEFAULT_AGENTS
     per_scenario = max(1, agents * max(1, work.steps))
-    by_time = _pow2_floor(device_rate(work.platform, work.devices) * TARGET_BATCH_S / per_scenario)
+    rate = device_rate(work.platform, work.devices, work.cores)
+    by_time = _pow2_floor(rate * TARGET_BATCH_S / per_scenario)
     by_count = _pow2_ceil(math.ceil(max(work.scenarios, 1) / MIN_BATCHES))
     return int(min(MAX_BATCH, max(MIN_BATCH, min(by_time, by_count))))
 
@@ -76,10 +80,16 @@ def resolve(batch_size: int | str, work: Workload) -> int:
     return auto_batch_size(work) if batch_size == AUTO else int(batch_size)
 
 
-def for_campaign(config, scenarios: int, platform: str, devices: int) -> int:
+def for_campaign(config, scenarios: int, platform: str, devices: int, cores: int | None = None) -> int:
     """The batch size of campaign ``config`` (a CampaignConfig) of ``scenarios`` scenarios
-    computed on ``devices`` devices of ``platform`` (one worker's, on a cluster)."""
+    computed on ``devices`` devices of ``platform`` (one worker's, on a cluster, with its
+    ``cores``)."""
     work = Workload(
-        scenarios=scenarios, agents=config.agents, steps=config.num_steps, platform=platform, devices=devices
+        scenarios=scenarios,
+        agents=config.agents,
+        steps=config.num_steps,
+        platform=platform,
+        devices=devices,
+        cores=cores,
     )
     return resolve(config.batch_size, work)

@@ -97,8 +97,9 @@ class Ticket:
     def batch_id(self) -> int:
         return self.batch.batch_id
 
-    def message(self) -> tuple[int, tuple[int, ...], int]:
-        return (self.batch.batch_id, self.batch.positions, self.batch.size_class)
+    def message(self, batch_size: int) -> tuple[int, tuple[int, ...], int, int]:
+        """What a worker gets: the batch and the campaign's batch size (the worker pads to it)."""
+        return (self.batch.batch_id, self.batch.positions, self.batch.size_class, batch_size)
 
 
 def plan_only(planner):
@@ -217,8 +218,9 @@ class _Driver:
             raise
         self.device_count = sum(info["devices"] for info in infos)
         # batches go to one worker each: sized for the first worker's devices
+        first = infos[0]
         self.batch_size = batch_size.for_campaign(
-            self.config, len(self.source), infos[0]["platform"], infos[0]["devices"]
+            self.config, len(self.source), first["platform"], first["devices"], first.get("cores")
         )
         # the workers compute, not this driver: their programs are recorded and compared
         self.notes += worker_notes(ledger, {info["name"]: info["program"] for info in infos})
@@ -260,7 +262,7 @@ class _Driver:
         while True:
             for name, handle in list(self.workers.items()):
                 while load[name] < IN_FLIGHT and (ticket := self._next()) is not None:
-                    inflight[handle.run_batch.remote(ticket.message())] = (name, ticket)
+                    inflight[handle.run_batch.remote(ticket.message(self.batch_size))] = (name, ticket)
                     load[name] += 1
             if not inflight:
                 return

@@ -140,6 +140,22 @@ class Ledger:
         ).fetchone()
         return int(row[0]), int(row[1])
 
+    def begun_before_window_starts(self, window_id: int) -> tuple[int, int] | None:
+        """(stop, batch size) of a window that a drivesim older than ``window_starts`` began
+        (batches recorded, no plan, no start row): from the batch size and window of the
+        campaign's first start (meta ``identity`` then held them); None otherwise."""
+        begun = self.conn.execute("SELECT 1 FROM window_starts WHERE window_id=?", (window_id,)).fetchone()
+        if begun is not None:
+            return None
+        known = self.conn.execute("SELECT 1 FROM batches WHERE window_id=? LIMIT 1", (window_id,)).fetchone()
+        if known is None:
+            return None
+        identity = json.loads(self.meta().get("identity") or "{}")
+        size, batches = identity.get("batch_size"), identity.get("window_batches", 8)
+        if not isinstance(size, int) or not isinstance(batches, int):
+            return None
+        return window_id + size * batches, size
+
     def record_plan(self, window_id: int, start: int, stop: int, batches: list[PlannedBatch]) -> None:
         """Insert a window's batches as pending and mark the window planned (one transaction)."""
         now = time.time()

@@ -26,7 +26,8 @@ from drivesim.pipeline.plan import HostWork, Planner, _load, _ok, plan_settings
 from drivesim.pipeline.timing import Stopwatch
 
 # What crosses the wire for one batch: (batch_id, positions, size_class)
-BatchMessage = tuple[int, tuple[int, ...], int]
+# (batch id, positions, size class, the driver's batch size: the worker pads every batch to it)
+BatchMessage = tuple[int, tuple[int, ...], int, int]
 
 
 def pin(index: int) -> int | None:
@@ -109,6 +110,7 @@ class CampaignWorker:
         """The worker's name, process id, device count and program (pipeline.program_identity)."""
         import jax
 
+        from drivesim.parallel.cpu_devices import usable_cores
         from drivesim.pipeline.program_identity import program
 
         devices = self.device.num_devices
@@ -117,6 +119,7 @@ class CampaignWorker:
             pid=os.getpid(),
             devices=devices,
             platform=jax.default_backend(),
+            cores=usable_cores(),
             core=self.core,
             program=program(),
         )
@@ -134,6 +137,10 @@ class CampaignWorker:
 
         wall_start = time.time()
         batch = PlannedBatch(int(message[0]), tuple(int(p) for p in message[1]), int(message[2]))
+        size = int(message[3])
+        if size != self.planner.settings.batch_size:  # the driver's batch size decides the padding
+            d, config = self.device.num_devices, self.config
+            self.planner.settings = plan_settings(size, config.window_batches, d, config.loader_threads)
         with Stopwatch() as load:
             work = build_work(self.planner, batch)
         phases = dict(load_s=load.seconds, wall_start=wall_start)
