@@ -40,3 +40,4 @@ def test_shards_use_dictionaries_for_strings_and_statistics_for_ids(tmp_path):
         assert not columns[name].is_stats_set, name
     for name in ("scenario_id", "policy_id", "batch_id"):
         assert columns[name].is_stats_set, name
+    assert {c.compression for c in columns.values()} == {"LZ4"}
