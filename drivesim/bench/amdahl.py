@@ -61,6 +61,34 @@ def fit_amdahl(devices, speedups, speedup_err=None) -> AmdahlFit:
     return AmdahlFit(serial_fraction=p, serial_fraction_std=std, ceiling=ceiling, points=k)
 
 
+def claimed_ceiling(serial_fraction: float, std: float | None, points: int | None = None):
+    """(1 / p, 1 / (p + 2 std), 1 / (p - 2 std)): the ceiling a fit may claim, or None when
+    it may not: the serial fraction is not above zero by two standard errors, or the fit has
+    fewer than two device counts beyond one (``points``; None: not recorded)."""
+    p, sigma = float(serial_fraction), float(std or 0.0)
+    if not math.isfinite(p) or (points is not None and points < 2) or p - 2 * sigma <= 0:
+        return None
+    return 1.0 / p, 1.0 / (p + 2 * sigma), 1.0 / (p - 2 * sigma)
+
+
+def ceiling_claim(serial_fraction: float, std: float | None, points: int | None = None) -> str:
+    """What a fit may say of the speed-up's ceiling, with its uncertainty (claimed_ceiling)."""
+    p, sigma = float(serial_fraction), float(std or 0.0)
+    if not math.isfinite(p):
+        return "no Amdahl fit (one device count only)"
+    fitted = f"serial fraction {p:.3f} ± {sigma:.3f}"
+    claimed = claimed_ceiling(p, sigma, points)
+    if claimed is not None:
+        ceiling, low, high = claimed
+        return (
+            f"{fitted}: the speed-up stays below about {ceiling:.1f}× ({low:.1f}–{high:.1f}×, two "
+            "standard errors) however many devices are added"
+        )
+    if points is not None and points < 2:
+        return f"{fitted} from one device count beyond one: too few points to claim a ceiling"
+    return f"{fitted}: consistent with no serial part, so no ceiling can be claimed"
+
+
 def efficiency(devices: int, throughput_n: float, throughput_1: float) -> float:
     """Scaling efficiency throughput(N) / (N * throughput(1))."""
     return throughput_n / (devices * throughput_1)

@@ -115,6 +115,8 @@ def summarize(values, ci_method: str = "t") -> Summary:
         low, high = bootstrap_interval(arr)
     else:
         raise ValueError(f"summarize: unknown ci_method {ci_method!r} (t | bootstrap)")
+    if arr.min() >= 0 and low < 0:  # values that cannot be negative (rates): neither can their mean
+        low = 0.0
     p5, p95 = np.percentile(arr, [5, 95])
     std = float(np.std(arr, ddof=1)) if arr.size > 1 else 0.0
     return Summary(

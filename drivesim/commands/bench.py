@@ -5,6 +5,7 @@ on stdout and nothing else there. Records are appended to ``--out`` (JSON lines)
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -291,10 +292,11 @@ def scale(
                 f"efficiency {r.efficiency:.2f}  {cost}"
             )
         else:
-            _err(
-                f"  Amdahl: serial fraction {r.serial_fraction:.4f} +- {r.serial_fraction_std:.4f}, "
-                f"ceiling {r.ceiling:.1f}x"
-            )
+            from drivesim.bench.amdahl import ceiling_claim
+
+            points = (r.extra or {}).get("points")
+            p = math.nan if r.serial_fraction is None else r.serial_fraction
+            _err(f"  Amdahl: {ceiling_claim(p, r.serial_fraction_std, points)}")
     _emit(records, out, "scale", mode, json_out)
     _dashboard(out)
 

@@ -86,19 +86,25 @@ def _field(rows: list[dict], key: str, fallback: np.ndarray) -> np.ndarray:
 
 def _amdahl(fig: go.Figure, fits: list[dict], series: dict[str, list[dict]], top: int) -> str:
     """Draw the Amdahl curve (recorded fit, else a fit of the first strong series) and describe it."""
-    s, std = None, None
+    from drivesim.bench.amdahl import ceiling_claim, claimed_ceiling, fit_amdahl
+
+    s, std, points = None, None, None
     if fits:
         s, std = stat(fits[-1].get("serial_fraction")), stat(fits[-1].get("serial_fraction_std"))
+        points = (fits[-1].get("extra") or {}).get("points", fits[-1].get("points"))
     else:
         for label, rows in series.items():
             if "weak" in label or len(rows) < 2:
                 continue
             n = np.array([r["device_count"] for r in rows], dtype=float)
             rate = np.array([stat(r.get("scenarios_per_s")) for r in rows], dtype=float)
-            s = analysis.fit_amdahl(n / n[0], rate / rate[0])
+            fit = fit_amdahl(n / n[0], rate / rate[0])
+            s, std, points = fit.serial_fraction, fit.serial_fraction_std, fit.points
             break
-    if s is None:
+    if s is None or not np.isfinite(s):
         return ""
+    claim = ceiling_claim(s, std, points)
+    s = float(np.clip(s, 0.0, 1.0))
     n = np.linspace(1, max(top, 2) * 2, 100)
     fig.add_scatter(
         x=n,
@@ -107,14 +113,8 @@ def _amdahl(fig: go.Figure, fits: list[dict], series: dict[str, list[dict]], top
         name=f"Amdahl fit (s = {s:.3f})",
         line={"color": "crimson"},
     )
-    ceiling = 1.0 / s if s > 0 else float("inf")
-    if np.isfinite(ceiling):
-        fig.add_hline(
-            y=ceiling, line_dash="dot", line_color="crimson", annotation_text=f"ceiling {ceiling:.1f}×"
-        )
-    spread = f" ± {std:.3f}" if std is not None else ""
-    ceiling_text = f"{ceiling:.1f}×" if np.isfinite(ceiling) else "unbounded"
-    return (
-        f"Amdahl fit: serial fraction {s:.3f}{spread}, so the speed-up can never exceed {ceiling_text} "
-        f"however many devices are added."
-    )
+    claimed = claimed_ceiling(s, std, points)
+    if claimed is not None:
+        label = f"ceiling {claimed[0]:.1f}×"
+        fig.add_hline(y=claimed[0], line_dash="dot", line_color="crimson", annotation_text=label)
+    return f"Amdahl fit: {claim}."

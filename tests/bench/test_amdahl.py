@@ -58,3 +58,24 @@ def test_efficiency_and_cost():
     assert price_for("NVIDIA L40S") == 1.00  # longest key wins over "L4"
     assert price_for("cpu") == 0.05 and price_for("weird") is None
     assert price_for("NVIDIA H100", override=9.0) == 9.0
+
+
+def test_a_ceiling_is_claimed_only_within_the_fit_uncertainty():
+    from drivesim.bench.amdahl import ceiling_claim, claimed_ceiling
+
+    # two points (N=1, 2) with a serial fraction of 0.873 +- 1.031: no ceiling
+    assert claimed_ceiling(0.873, 1.031, points=1) is None
+    assert "too few points" in ceiling_claim(0.873, 1.031, points=1)
+    assert claimed_ceiling(0.05, 0.03, points=4) is None  # 0 within two standard errors
+    assert "no ceiling can be claimed" in ceiling_claim(0.05, 0.03, points=4)
+    ceiling, low, high = claimed_ceiling(0.08, 0.01, points=4)
+    assert (ceiling, low, high) == pytest.approx((12.5, 10.0, 1 / 0.06))
+    assert "12.5×" in ceiling_claim(0.08, 0.01, points=4)
+
+
+def test_the_interval_of_a_rate_never_reaches_below_zero():
+    from drivesim.bench.stats import rates, summarize
+
+    spread = rates(1000.0, [0.1, 10.0])  # 10,000 and 100 scenarios/s: the t interval of the mean
+    assert spread.ci_low == 0.0 and spread.ci_high > spread.mean
+    assert summarize([-1.0, 5.0]).ci_low < 0  # values that can be negative keep their interval
