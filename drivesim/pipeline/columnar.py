@@ -61,19 +61,16 @@ class ColumnarPlanner(Planner):
             for window in self.walk(ledger):
                 if stop.is_set():
                     return
-                plan, window_id, start, stop_pos = None, window.window_id, window.start, window.stop
+                window_id, start, stop_pos = window.window_id, window.start, window.stop
                 if window.planned:
                     batches = ledger.open_batches(window_id)
-                else:
+                else:  # the plan is known whole before its first batch: recorded at once
                     plan = plan_window(keys[start:stop_pos], start, window.batch_size)
                     done = ledger.done_ids(window_id)
+                    ledger.record_plan(window_id, window_id, stop_pos, plan)
                     batches = [b for b in plan if b.batch_id not in done]
-                    for batch in batches:
-                        ledger.record_batch(window_id, batch)
                 if batches:
                     yield from self._window(store, start, stop_pos, batches, stop)
-                if plan is not None and not stop.is_set():
-                    ledger.record_plan(window_id, window_id, stop_pos, plan)
         finally:
             ledger.close()
 

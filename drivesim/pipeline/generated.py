@@ -48,19 +48,16 @@ class GeneratedPlanner(Planner):
             for window in self.walk(ledger):
                 window_id = window.window_id
                 if window.planned:
-                    batches, done = ledger.open_batches(window_id), set()
-                else:
-                    batches = self.plan_window(window.start, window.stop, window.batch_size)
+                    batches = ledger.open_batches(window_id)
+                else:  # the plan is known whole before its first batch: recorded at once
+                    plan = self.plan_window(window.start, window.stop, window.batch_size)
                     done = ledger.done_ids(window_id)
+                    ledger.record_plan(window_id, window_id, window.stop, plan)
+                    batches = [b for b in plan if b.batch_id not in done]
                 for batch in batches:
                     if stop.is_set():
                         return
-                    if batch.batch_id in done:
-                        continue
-                    ledger.record_batch(window_id, batch)
                     yield batch.batch_id, self.work(batch)
-                if not window.planned:
-                    ledger.record_plan(window_id, window_id, window.stop, batches)
         finally:
             ledger.close()
 
@@ -93,7 +90,7 @@ class GeneratedPlanner(Planner):
             step = len(group) if key % 1024 == 0 else size
             for k in range(0, len(group), step):
                 part = group[k : k + step]
-                batches.append(PlannedBatch(int(part[0]), tuple(int(p) for p in part), int(key % 1024)))
+                batches.append(PlannedBatch(int(part[0]), tuple(part.tolist()), int(key % 1024)))
         return sorted(batches, key=lambda b: b.batch_id)
 
     def work(self, batch: PlannedBatch) -> HostWork:
