@@ -30,11 +30,13 @@ def show(
     ] = None,
 ) -> None:
     """Re-simulate one scenario of a campaign and write an HTML animation of it."""
+    from drivesim.pipeline.outputs import refuse_campaign_file
     from drivesim.report import replay
     from drivesim.report.viewer import write_page
 
     if not (directory / "campaign.toml").is_file():
         _fail(f"{directory}: not a campaign directory (no campaign.toml)")
+    refuse_campaign_file(directory, out)
     try:
         rep = replay.replay(directory, scenario, policy)
     except (ValueError, FileNotFoundError) as exc:
@@ -83,12 +85,14 @@ def export(
     """Write the campaign's results (one row per scenario and policy) as CSV, Parquet or JSON lines."""
     import sys
 
+    from drivesim.pipeline.outputs import refuse_campaign_file
     from drivesim.report.export import export_results
 
     if format not in EXPORT_FORMATS:
         _fail(f"--format {format!r}: expected one of {', '.join(EXPORT_FORMATS)}")
     if not directory.is_dir():
         _fail(f"{directory}: no such campaign directory")
+    refuse_campaign_file(directory, out)
     if out is None and format == "parquet":
         out = directory / "results.parquet"
     rows = export_results(directory, format, out if out is not None else sys.stdout)

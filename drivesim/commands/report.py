@@ -14,7 +14,7 @@ ViewersOpt = Annotated[
     bool, typer.Option(help="Also write the viewer pages of the worst scenarios (re-simulates them).")
 ]
 ServeOpt = Annotated[bool, typer.Option(help="Also serve it on 127.0.0.1, refreshed as results land.")]
-PortOpt = Annotated[int, typer.Option(help="Port for --serve (0: a free port, printed).")]
+PortOpt = Annotated[int, typer.Option(help="Port for --serve (0: a free port, printed).", min=0, max=65535)]
 
 
 def report(
@@ -25,11 +25,13 @@ def report(
     viewers: ViewersOpt = True,
 ) -> None:
     """Write a self-contained HTML dashboard (plotly embedded, works offline) of a campaign."""
+    from drivesim.pipeline.outputs import refuse_campaign_file
     from drivesim.report.dashboard import write_dashboard
 
     if not directory.is_dir():
         typer.echo(f"drivesim report: {directory} is not a directory", err=True)
         raise typer.Exit(2)
+    refuse_campaign_file(directory, out)
     if viewers and (directory / "campaign.toml").is_file() and (directory / "results").is_dir():
         from drivesim.report.worst import write_worst_viewers
 

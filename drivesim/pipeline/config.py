@@ -226,7 +226,7 @@ def read_sweep(path: str) -> list[dict]:
         raise ConfigError(f"sweep file {p} does not exist")
     try:
         if p.suffix == ".json":
-            data = json.loads(p.read_text())
+            data = json.loads(p.read_text(), object_pairs_hook=_unique_keys)
         else:
             with p.open("rb") as fh:
                 data = tomllib.load(fh)
@@ -239,6 +239,16 @@ def read_sweep(path: str) -> list[dict]:
     if len(variants) > MAX_SWEEP_VARIANTS:
         raise ConfigError(f"{p}: {len(variants)} policies, more than the {MAX_SWEEP_VARIANTS} allowed")
     return [check_idm_variant(str(p), index, variant) for index, variant in enumerate(variants)]
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object that names no key twice (JSON itself keeps the last silently)."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} given twice in one object")
+        out[key] = value
+    return out
 
 
 def split_policy(spec: str):

@@ -82,7 +82,28 @@ def read_only(directory) -> sqlite3.Connection:
     """A read-only connection to ``directory``'s ledger (waits up to 30 s on a writer's lock);
     the caller closes it."""
     path = pathlib.Path(directory) / LEDGER_NAME
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as err:
+        conn.close()
+        raise damaged(path, err) from None
+    return conn
+
+
+class LedgerDamaged(RuntimeError):
+    """The ledger file is not an SQLite database (overwritten, truncated)."""
+
+
+def damaged(path: pathlib.Path, err: BaseException) -> BaseException:
+    """The error for a ledger that SQLite cannot read: LedgerDamaged naming the file, or ``err``
+    itself when it is not about the file's content (a lock, a full disk)."""
+    if isinstance(err, sqlite3.OperationalError) and "malformed" not in str(err):
+        return err
+    return LedgerDamaged(
+        f"{path}: the campaign ledger is damaged ({err}); its shards in results/ are intact, but "
+        "the record of what is done is lost: restore the file, or run the campaign again in a new directory"
+    )
 
 
 class Ledger:
@@ -91,7 +112,11 @@ class Ledger:
     def __init__(self, directory):
         self.path = pathlib.Path(directory) / LEDGER_NAME
         self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as err:
+            self.conn.close()
+            raise damaged(self.path, err) from None
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
         _add_missing_columns(self.conn)

@@ -290,7 +290,10 @@ def query(directory, sql: str, unsafe: bool = False) -> pa.Table:
     ``unsafe``, the SQL cannot touch files beyond the view's shards (no COPY TO, no reads
     elsewhere, no ATTACH, no INSTALL/LOAD; see drivesim.pipeline.sandbox)."""
     from drivesim.pipeline.sandbox import lock_down, require_campaign
+    from drivesim.pipeline.validation import ConfigError
 
+    if not sql.strip():
+        raise ConfigError('SQL: empty statement; e.g. "SELECT count(*) FROM results"')
     require_campaign(directory)
     con = connect(directory)
     if not unsafe:

@@ -174,10 +174,15 @@ def parse_xml(path: Path, max_bytes: int) -> Element:
     """Parse ``path`` safely; ScenarioError on size, DTD/entities, malformed XML."""
     where = str(path)
     try:
+        if not path.is_file():  # a device or FIFO passes a size check and never ends
+            raise ScenarioError("not a regular file", path=where)
         size = path.stat().st_size
         if size > max_bytes:
             raise ScenarioError(f"file is {size} bytes, more than the {max_bytes} allowed", path=where)
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)  # the limit holds while reading, whatever stat said
+        if len(data) > max_bytes:
+            raise ScenarioError(f"file is more than the {max_bytes} bytes allowed", path=where)
     except OSError as err:
         raise ScenarioError(f"cannot read: {err.strerror or err}", path=where) from None
     try:

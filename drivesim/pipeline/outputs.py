@@ -1,0 +1,32 @@
+"""Outputs never overwrite a campaign's own files.
+
+A command that writes a file the user names (``export --out``, ``report --out``, ``show
+--out``) calls :func:`refuse_campaign_file` first: a target that is the campaign's config,
+ledger (and its WAL files), session log or anything under ``results/`` is refused with a
+one-line usage error (exit status 2), naming the file, before anything is written.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+from drivesim.pipeline.validation import ConfigError
+
+OWN_FILES = ("campaign.toml", "ledger.sqlite", "ledger.sqlite-wal", "ledger.sqlite-shm", "sessions.jsonl")
+OWN_DIRS = ("results",)
+
+
+def refuse_campaign_file(directory, target, option: str = "--out") -> None:
+    """ConfigError if ``target`` (a path) is one of campaign ``directory``'s own files."""
+    if target is None:
+        return
+    root = pathlib.Path(directory).resolve()
+    path = pathlib.Path(target).resolve()
+    own = {root / name for name in OWN_FILES}
+    inside = any(path == root / d or root / d in path.parents for d in OWN_DIRS)
+    if path in own or inside or path == root:
+        what = "directory" if path == root else str(path.relative_to(root))
+        raise ConfigError(
+            f"{option} {target}: that is the campaign's own {what} in {directory}; writing it would "
+            "destroy the campaign. Choose another file"
+        )
