@@ -30,6 +30,7 @@ from rich.table import Table
 
 from drivesim.parallel.memory import host_rss
 from drivesim.report.analysis import PHASES
+from drivesim.report.plain_progress import PlainProgress
 
 RATE_WINDOW = 8
 
@@ -80,6 +81,9 @@ class LiveView:
         )
         self._task = self._progress.add_task(title, total=total or None)
         self._live = Live(self.renderable(), console=self.console, refresh_per_second=4, transient=False)
+        # off a terminal (a log file, a pipe) the frames are not drawn: plain lines instead
+        plain = not self.console.is_terminal
+        self._plain = PlainProgress(self.state, self.console.file, title) if plain else None
 
     def __enter__(self) -> LiveView:
         self.start()
@@ -89,9 +93,16 @@ class LiveView:
         self.stop()
 
     def start(self) -> None:
+        if self._plain is not None:
+            self._plain.start()
+            return
         self._live.start()
 
     def stop(self) -> None:
+        if self._plain is not None:  # the plain lines, then the whole view once
+            self._plain.stop()
+            self.console.print(self.renderable())
+            return
         self._live.update(self.renderable(), refresh=True)
         self._live.stop()
 
@@ -117,6 +128,9 @@ class LiveView:
         self._recent.append((time.perf_counter(), s.done))
         s.rate_now = _rate(self._recent) if len(self._recent) > 1 else s.rate_mean
         self._progress.update(self._task, completed=s.done, total=s.total or None)
+        if self._plain is not None:
+            self._plain.updated()
+            return
         self._live.update(self.renderable())
 
     def renderable(self) -> Group:

@@ -138,3 +138,23 @@ def test_server_binds_loopback_only(tmp_path):
             socket.create_connection((other, port), timeout=2).close()
     finally:
         server.stop()
+
+
+def test_off_a_terminal_progress_comes_as_plain_lines_while_it_runs(monkeypatch):
+    import time
+
+    from drivesim.report import plain_progress
+    from drivesim.report.plain_progress import PlainProgress
+
+    monkeypatch.setattr(plain_progress, "PLAIN_EVERY_S", 0.05)
+    console, buf = _console()  # not a terminal: a log file, a pipe
+    common = dict(kind="batch", failed=0, total=1000, skipped=0, device_count=8, num_scenarios=100)
+    with LiveView(total=1000, console=console, title="scenarios") as view:
+        assert isinstance(view._plain, PlainProgress)
+        view.update(BatchEvent(done=100, elapsed_s=1.0, scenarios_per_s=100.0, batch_id=0, **common))
+        time.sleep(0.3)  # no batch for a while (compiling): the lines go on
+    lines = [line for line in buf.getvalue().splitlines() if line.startswith("scenarios: ")]
+    assert lines[0].startswith("scenarios: 0/1,000 (0.0%)")
+    assert any("100/1,000 (10.0%)" in line and "ETA 0:00:09" in line for line in lines)
+    assert any("no batch finished for" in line for line in lines)
+    assert len(lines) >= 3
