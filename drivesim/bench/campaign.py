@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from drivesim.bench.records import BenchRecord
 
@@ -52,10 +53,13 @@ def _records(cfg: CampaignBenchConfig, count: int):
     return [source.load(p) for p in range(count)]
 
 
-def _campaign_s(cfg: CampaignBenchConfig, spec: str, count: int, out: Path) -> float:
-    """Wall seconds of one fresh campaign (directory removed first and after)."""
+def timed_campaign(cfg, spec: str, count: int, out: Path, progress=None, engine=None) -> float:
+    """Wall seconds of one fresh campaign of ``count`` scenarios of ``spec`` (directory removed
+    first and after); ``cfg``: a bench config with agents, steps, batch_size and loader_threads;
+    ``progress``, ``engine``: passed to run_campaign (default: none, the real engine)."""
     from drivesim.pipeline.campaign import run_campaign
     from drivesim.pipeline.config import CampaignConfig
+    from drivesim.pipeline.devices import DeviceRunner
 
     shutil.rmtree(out, ignore_errors=True)
     config = CampaignConfig(
@@ -68,7 +72,7 @@ def _campaign_s(cfg: CampaignBenchConfig, spec: str, count: int, out: Path) -> f
         out=str(out),
     )
     start = time.perf_counter()
-    result = run_campaign(config)
+    result = run_campaign(config, progress, engine=engine or DeviceRunner)
     seconds = time.perf_counter() - start
     if result.done != count or result.failed:
         raise RuntimeError(f"campaign {spec}: {result.done}/{count} done, {result.failed} failed")
@@ -76,8 +80,36 @@ def _campaign_s(cfg: CampaignBenchConfig, spec: str, count: int, out: Path) -> f
     return seconds
 
 
-def _spread(values: list[float]) -> dict:
+def spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+RunFn = Callable[[int], tuple[float, Any]]
+
+
+def marginal_pairs(run: RunFn, small: int, large: int, repeats: int, log, label: str):
+    """After one untimed ``run(small)`` (caches and compiles), ``repeats`` pairs of
+    ``run(small)``, ``run(large)`` (each returns (wall seconds, anything)). Returns the marginal
+    rates (large - small) / (t_large - t_small) of the pairs whose large campaign was slower,
+    every pair's (t_small, t_large), and what ``run(large)`` returned in the counted pairs;
+    RuntimeError naming ``label`` when no pair gave a rate."""
+    run(small)
+    rates, walls, kept = [], [], []
+    for _ in range(repeats):
+        t_small, _ = run(small)
+        t_large, extra = run(large)
+        walls.append((t_small, t_large))
+        if t_large <= t_small:  # noise larger than the extra work: no rate from this pair
+            log(f"  small {t_small:.2f} s, large {t_large:.2f} s: no marginal rate (large not slower)")
+            continue
+        rates.append((large - small) / (t_large - t_small))
+        kept.append(extra)
+        log(f"  small {t_small:.2f} s, large {t_large:.2f} s: marginal {rates[-1]:,.0f} scenarios/s")
+    if not rates:
+        raise RuntimeError(
+            f"{label}: the large campaign was never slower than the small one; use more --large-batches"
+        )
+    return rates, walls, kept
 
 
 def run_campaign_bench(
@@ -117,24 +149,12 @@ def run_campaign_bench(
         def spec(count, kind=kind):
             return specs[kind].format(path=work / f"store-{count}.parquet")
 
+        def run(count: int, spec=spec) -> tuple[float, None]:
+            return timed_campaign(cfg, spec(count), count, work / "run"), None
+
         log(f"campaign bench: {kind} source, {small} and {large} scenarios, {cfg.repeats} pairs ...")
-        _campaign_s(cfg, spec(small), small, work / "run")  # warm-up: caches and compile
-        rates, walls = [], []
-        for _ in range(cfg.repeats):
-            t_small = _campaign_s(cfg, spec(small), small, work / "run")
-            t_large = _campaign_s(cfg, spec(large), large, work / "run")
-            walls.append((t_small, t_large))
-            if t_large <= t_small:  # noise larger than the extra work: no rate from this pair
-                log(f"  small {t_small:.1f} s, large {t_large:.1f} s: no marginal rate (large not slower)")
-                continue
-            rates.append((large - small) / (t_large - t_small))
-            log(f"  small {t_small:.1f} s, large {t_large:.1f} s: marginal {rates[-1]:,.0f} scenarios/s")
-        if not rates:
-            raise RuntimeError(
-                f"campaign bench ({kind}): the large campaign was never slower than the small one; "
-                "use more --large-batches"
-            )
-        summary = _spread(rates)
+        rates, walls, _ = marginal_pairs(run, small, large, cfg.repeats, log, f"campaign bench ({kind})")
+        summary = spread(rates)
         ratio = summary["median"] / engine_rate
         log(f"  {kind}: campaign {summary['median']:,.0f} scenarios/s = {ratio:.2f}x engine")
         out.append(_record(cfg, kind, summary, engine, ratio, walls))

@@ -15,14 +15,13 @@ they add up to more than the marginal time when the pipeline works.
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from drivesim.bench.campaign import marginal_pairs, spread, timed_campaign
 from drivesim.bench.records import BenchRecord
 
 SOURCES = ("synthetic", "store")
@@ -76,27 +75,9 @@ class _Stages:
 def _campaign(cfg: HostCeilingConfig, spec: str, count: int, out: Path) -> tuple[float, _Stages]:
     """Wall seconds and stage sums of one fresh null-engine campaign."""
     from drivesim.bench.null_engine import null_engine
-    from drivesim.pipeline.campaign import run_campaign
-    from drivesim.pipeline.config import CampaignConfig
 
-    shutil.rmtree(out, ignore_errors=True)
-    config = CampaignConfig(
-        sources=(spec,),
-        count=count,
-        agents=cfg.agents,
-        num_steps=cfg.steps,
-        batch_size=cfg.batch_size,
-        loader_threads=cfg.loader_threads,
-        out=str(out),
-    )
     stages = _Stages()
-    start = time.perf_counter()
-    result = run_campaign(config, stages, engine=null_engine)
-    seconds = time.perf_counter() - start
-    if result.done != count or result.failed:
-        raise RuntimeError(f"host ceiling {spec}: {result.done}/{count} done, {result.failed} failed")
-    shutil.rmtree(out, ignore_errors=True)
-    return seconds, stages
+    return timed_campaign(cfg, spec, count, out, progress=stages, engine=null_engine), stages
 
 
 def _write_store(cfg: HostCeilingConfig, path: Path, count: int) -> None:
@@ -137,21 +118,14 @@ def run_host_ceiling(cfg: HostCeilingConfig, log: Callable[[str], None] | None =
         def spec(count: int, kind: str = kind) -> str:
             return specs[kind].format(path=work / f"store-{count}.parquet")
 
+        def run(count: int, spec=spec) -> tuple[float, _Stages]:
+            return _campaign(cfg, spec(count), count, work / "run")
+
         log(f"host ceiling: {kind} source, {small} and {large} scenarios, {cfg.repeats} pairs ...")
-        _campaign(cfg, spec(small), small, work / "run")  # warm-up
-        rates, walls, parts = [], [], []
-        for _ in range(cfg.repeats):
-            t_small, _ = _campaign(cfg, spec(small), small, work / "run")
-            t_large, stages = _campaign(cfg, spec(large), large, work / "run")
-            walls.append((t_small, t_large))
-            if t_large > t_small:
-                rates.append((large - small) / (t_large - t_small))
-                parts.append(breakdown(stages, rates[-1]))
-                log(f"  small {t_small:.2f} s, large {t_large:.2f} s: marginal {rates[-1]:,.0f} scenarios/s")
-        if not rates:
-            raise RuntimeError(f"host ceiling ({kind}): the large campaign was never slower; add batches")
+        rates, walls, kept = marginal_pairs(run, small, large, cfg.repeats, log, f"host ceiling ({kind})")
+        parts = [breakdown(stages, rate) for stages, rate in zip(kept, rates, strict=True)]
         stage_us = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
-        summary = {"median": statistics.median(rates), "min": min(rates), "max": max(rates), "n": len(rates)}
+        summary = spread(rates)
         log(
             f"  {kind}: {summary['median']:,.0f} scenarios/s; us/scenario "
             + ", ".join(f"{k} {v:.2f}" for k, v in stage_us.items())

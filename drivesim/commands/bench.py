@@ -8,7 +8,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -175,26 +175,7 @@ def campaign(
         raise typer.BadParameter(f"--source {sorted(unknown)}: expected one of {', '.join(SOURCES)}")
     if engine not in ("real", "null"):
         raise typer.BadParameter(f"--engine {engine!r}: expected real or null")
-    if engine == "null":
-        from drivesim.bench.host_ceiling import HostCeilingConfig, run_host_ceiling
-
-        host = HostCeilingConfig(
-            agents=agents,
-            steps=steps,
-            batch_size=batch_size,
-            small_batches=small_batches,
-            large_batches=large_batches,
-            repeats=repeats,
-            sources=tuple(source or SOURCES),
-            work_dir=str(out / "host"),
-        )
-        records = run_host_ceiling(host, log=_err)
-        _emit(records, out, "bench", "host", False)
-        if json_out:  # one object per source, its measures at the top
-            for record in records:
-                print(json.dumps(record.to_dict() | record.extra), flush=True)
-        return
-    config = CampaignBenchConfig(
+    workload: dict[str, Any] = dict(
         agents=agents,
         steps=steps,
         batch_size=batch_size,
@@ -202,8 +183,17 @@ def campaign(
         large_batches=large_batches,
         repeats=repeats,
         sources=tuple(source or SOURCES),
-        work_dir=str(out / "campaign"),
     )
+    if engine == "null":
+        from drivesim.bench.host_ceiling import HostCeilingConfig, run_host_ceiling
+
+        records = run_host_ceiling(HostCeilingConfig(**workload, work_dir=str(out / "host")), log=_err)
+        _emit(records, out, "bench", "host", False)
+        if json_out:  # one object per source, its measures at the top
+            for record in records:
+                print(json.dumps(record.to_dict() | record.extra), flush=True)
+        return
+    config = CampaignBenchConfig(**workload, work_dir=str(out / "campaign"))
     _emit(run_campaign_bench(config, log=_err), out, "bench", "campaign", json_out)
 
 

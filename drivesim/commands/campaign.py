@@ -44,30 +44,26 @@ def _join_processes(coordinator: str | None, num_processes: int | None, process_
     initialize(distributed_config(coordinator, num_processes, process_id))
 
 
-def _batch_size(value: str | None) -> int | str:
-    if value is None or value == "auto":
-        return "auto"
-    try:
-        number = int(value)
-    except ValueError:
-        raise typer.BadParameter(f"--batch-size: expected an integer or 'auto', got {value!r}") from None
-    lo, hi = BOUNDS["batch_size"]
-    if not lo <= number <= hi:
-        raise typer.BadParameter(f"--batch-size: {number} is outside [{lo}, {hi}]")
-    return number
-
-
-def _chunk(value: str | None):
+def _int_or_auto(option: str, bound: str, value: str | None):
+    """``--option`` as given: None, "auto", or an integer inside BOUNDS[bound] (BadParameter)."""
     if value is None or value == "auto":
         return value
     try:
         number = int(value)
     except ValueError:
-        raise typer.BadParameter(f"--chunk: expected an integer or 'auto', got {value!r}") from None
-    lo, hi = BOUNDS["chunk"]
+        raise typer.BadParameter(f"{option}: expected an integer or 'auto', got {value!r}") from None
+    lo, hi = BOUNDS[bound]
     if not lo <= number <= hi:
-        raise typer.BadParameter(f"--chunk: {number} is outside [{lo}, {hi}]")
+        raise typer.BadParameter(f"{option}: {number} is outside [{lo}, {hi}]")
     return number
+
+
+def _batch_size(value: str | None) -> int | str:
+    return _int_or_auto("--batch-size", "batch_size", value) or "auto"
+
+
+def _chunk(value: str | None):
+    return _int_or_auto("--chunk", "chunk", value)
 
 
 def _with_grid(sources: tuple[str, ...], grid: str | None) -> tuple[str, ...]:

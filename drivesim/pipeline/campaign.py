@@ -192,9 +192,8 @@ class _Runner:
         self.total = len(self.source)
         self.positions, self.process_index = _positions(self.total)
         # a host batch is this process's: its positions, its devices
-        local = len(getattr(self.device.executor, "local_devices", ())) or self.device.num_devices
-        platform = jax.default_backend()
-        self.batch_size = batch_size.for_campaign(config, len(self.positions), platform, local)
+        local = len(self.device.executor.local_devices)
+        self.batch_size = batch_size.for_campaign(config, len(self.positions), jax.default_backend(), local)
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.counts = dict(done=0, failed=0, failed_batches=0, this_run=0)
         self._last_ready = 0.0  # perf_counter when the previous batch's result was ready

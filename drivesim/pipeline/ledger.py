@@ -157,21 +157,22 @@ class Ledger:
 
     def begin_window(self, window_id: int, stop: int, batch_size: int) -> tuple[int, int]:
         """Record that window ``window_id`` (its first position) is planned up to ``stop`` in
-        batches of ``batch_size``, unless it was begun before; returns the (stop, batch size)
-        in force for it."""
-        self.conn.execute("INSERT OR IGNORE INTO window_starts VALUES (?,?,?)", (window_id, stop, batch_size))
-        row = self.conn.execute(
-            "SELECT stop, batch_size FROM window_starts WHERE window_id=?", (window_id,)
-        ).fetchone()
+        batches of ``batch_size``, unless it was begun before (then, or by a drivesim older than
+        ``window_starts``: :meth:`_begun_by_older`, it keeps what it was begun with); returns the
+        (stop, batch size) in force for it."""
+        query = "SELECT stop, batch_size FROM window_starts WHERE window_id=?"
+        row = self.conn.execute(query, (window_id,)).fetchone()
+        if row is None:
+            stop, batch_size = self._begun_by_older(window_id) or (stop, batch_size)
+            begun = (window_id, stop, batch_size)
+            self.conn.execute("INSERT OR IGNORE INTO window_starts VALUES (?,?,?)", begun)
+            row = self.conn.execute(query, (window_id,)).fetchone()  # another process's, if it came first
         return int(row[0]), int(row[1])
 
-    def begun_before_window_starts(self, window_id: int) -> tuple[int, int] | None:
-        """(stop, batch size) of a window that a drivesim older than ``window_starts`` began
-        (batches recorded, no plan, no start row): from the batch size and window of the
+    def _begun_by_older(self, window_id: int) -> tuple[int, int] | None:
+        """(stop, batch size) of a window with batches recorded and no start row (an older
+        drivesim began it and did not plan it): from the batch size and window of the
         campaign's first start (meta ``identity`` then held them); None otherwise."""
-        begun = self.conn.execute("SELECT 1 FROM window_starts WHERE window_id=?", (window_id,)).fetchone()
-        if begun is not None:
-            return None
         known = self.conn.execute("SELECT 1 FROM batches WHERE window_id=? LIMIT 1", (window_id,)).fetchone()
         if known is None:
             return None

@@ -196,13 +196,11 @@ class Planner:
                 yield Window(position, planned, self.settings.batch_size, planned=True)
                 position = planned
                 continue
-            want, size = min(position + self.settings.window, last), self.settings.batch_size
-            older = ledger.begun_before_window_starts(position)
-            if older is not None:  # a ledger of an older drivesim: the window as it cut it
-                want, size = min(older[0], last), older[1]
-            stop, size = ledger.begin_window(position, want, size)
-            yield Window(position, min(stop, last), size, planned=False)
-            position = min(stop, last)
+            want = min(position + self.settings.window, last)
+            stop, size = ledger.begin_window(position, want, self.settings.batch_size)
+            stop = min(stop, last)
+            yield Window(position, stop, size, planned=False)
+            position = stop
 
     def __call__(self, stop: threading.Event):
         ledger = Ledger(self.directory)

@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 
-from drivesim.pipeline import batch_size
 from drivesim.pipeline import results as res
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.ledger import PlannedBatch
@@ -98,12 +97,8 @@ class CampaignWorker:
             )
         self.spec = policy_spec(config)
         self.device = DeviceRunner(config, sim_config(config, self.spec.kind), self.spec)
-        d = self.device.num_devices
-        import jax  # after prepare_jax
-
-        size = batch_size.for_campaign(config, len(source), jax.default_backend(), d)
-        settings = plan_settings(size, config.window_batches, d, config.loader_threads)
-        self.planner = make_planner(source, self.directory, settings, range(len(source)))
+        # the driver's batch size comes with every batch and sets the padding (_settings)
+        self.planner = make_planner(source, self.directory, self._settings(1), range(len(source)))
         self.name = f"w{index}@{platform.node()}:{os.getpid()}"
 
     def info(self) -> dict:
@@ -124,6 +119,11 @@ class CampaignWorker:
             program=program(),
         )
 
+    def _settings(self, batch_size: int):
+        """The plan settings of batches of ``batch_size`` on this worker's devices."""
+        config, devices = self.config, self.device.num_devices
+        return plan_settings(batch_size, config.window_batches, devices, config.loader_threads)
+
     def pid(self) -> int:
         return os.getpid()
 
@@ -138,9 +138,8 @@ class CampaignWorker:
         wall_start = time.time()
         batch = PlannedBatch(int(message[0]), tuple(int(p) for p in message[1]), int(message[2]))
         size = int(message[3])
-        if size != self.planner.settings.batch_size:  # the driver's batch size decides the padding
-            d, config = self.device.num_devices, self.config
-            self.planner.settings = plan_settings(size, config.window_batches, d, config.loader_threads)
+        if size != self.planner.settings.batch_size:
+            self.planner.settings = self._settings(size)
         with Stopwatch() as load:
             work = build_work(self.planner, batch)
         phases = dict(load_s=load.seconds, wall_start=wall_start)
