@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from drivesim.commands.report import ImportPolicyOpt
 from drivesim.pipeline.validation import BOUNDS
 
 DEMO_OUT = "runs/demo"
@@ -203,7 +204,8 @@ def register(app: typer.Typer) -> None:
             float,
             typer.Option(
                 help="Seconds without a batch moving before the run fails with thread stacks in DIR "
-                "(grows with the observed batch time; rerun to resume; 0 disables)."
+                "(grows with the observed batch time; rerun to resume; 0 disables).",
+                min=0.0,
             ),
         ] = 300.0,
         live_html: Annotated[
@@ -236,18 +238,27 @@ def register(app: typer.Typer) -> None:
                 help="Ray workers (with --cluster; default: one per GPU, else one per node).", min=1
             ),
         ] = None,
+        import_policy: ImportPolicyOpt = False,
     ) -> None:
         """Run a campaign of scenarios end to end (resumable) and write its results and dashboard."""
         from drivesim.pipeline import sources as src
-        from drivesim.pipeline.config import CampaignConfig, read_config
+        from drivesim.pipeline.config import CampaignConfig, is_user_code, read_config
+        from drivesim.pipeline.validation import ConfigError
 
         _join_processes(coordinator, num_processes, process_id)
 
+        if directory is not None and out is not None and directory.resolve() != out.resolve():
+            raise ConfigError(f"run {directory} --out {out}: two campaign directories; name one")
         target = directory or out
         if resume:
             if target is None:
                 raise typer.BadParameter("--resume needs the campaign directory: drivesim run --resume DIR")
             stored = read_config(target)
+            if not stored.sweep and is_user_code(stored.policy) and not import_policy:
+                raise ConfigError(
+                    f"{target}: the campaign's policy {stored.policy!r} names code (a module to import); "
+                    "a campaign's files are data and are not run: pass --import-policy to resume it"
+                )
             config = dataclasses.replace(
                 stored,
                 out=str(target),
@@ -260,6 +271,8 @@ def register(app: typer.Typer) -> None:
                 workers=workers,
             )
         else:
+            if count is not None and source:
+                _refuse_uncounted(source, count)
             demo = not source and count is None
             config = CampaignConfig(
                 sources=_with_grid(tuple(source or ()), grid),
@@ -382,6 +395,7 @@ def _run(config, live_html: bool) -> None:
     from rich.console import Console
 
     from drivesim.pipeline.campaign import resolve_sources, run_campaign
+    from drivesim.pipeline.interrupt import sigterm_interrupts
     from drivesim.pipeline.validation import validate_config
     from drivesim.pipeline.watchdog import CampaignStalled
     from drivesim.report.live import LiveView
@@ -395,10 +409,12 @@ def _run(config, live_html: bool) -> None:
     server = _start_server(config.out, console) if live_html else None
     view = LiveView(console=console, title="scenarios")
     try:
-        with view:
+        with sigterm_interrupts(), view:
             result = run_campaign(config, progress=view.update)
     except CampaignStalled as err:
         _exit_stalled(console, err)
+    except KeyboardInterrupt as stop:
+        _exit_interrupted(console, stop, config.out)
     finally:
         if server is not None:
             server.stop()
@@ -418,6 +434,40 @@ def _run(config, live_html: bool) -> None:
     if jax.process_index() == 0:  # one dashboard per multi-process campaign
         _write_dashboard(config.out, console)
     _check_outcome(result, config.out, console)
+
+
+def _refuse_uncounted(sources, count: int) -> None:
+    """--count given where no source takes a count: a usage error, never ignored."""
+    from drivesim.pipeline.validation import ConfigError
+    from drivesim.scenarios.registry import SourceSpecError, kind_of
+
+    try:
+        kinds = [kind_of(spec) for spec in sources]
+    except SourceSpecError:
+        return  # the source check names the bad spec
+    if any(kind.counted for kind in kinds):
+        return
+    hint = ""
+    if any(kind.name == "catalogue" for kind in kinds):
+        hint = "; for N uniform samples: catalogue:FAMILY?NAME=LO:HI,...&samples=N"
+    raise ConfigError(
+        f"--count {count}: {', '.join(sources)} give the scenarios their arguments name, not a count{hint}"
+    )
+
+
+def _exit_interrupted(console, stop: KeyboardInterrupt, directory) -> None:
+    """One line of what a signal left saved, then the signal's exit status."""
+    from drivesim.pipeline.interrupt import exit_status
+
+    name = getattr(stop, "signal_name", "SIGINT")
+    saved = getattr(stop, "saved", None)
+    what = (
+        f"{saved['done']:,} of {saved['total']:,} scenarios saved ({saved['this_run']:,} in this run)"
+        if saved
+        else "what was written is kept"
+    )
+    console.print(f"interrupted by {name}: {what}; drivesim run --resume {directory} goes on", soft_wrap=True)
+    raise typer.Exit(exit_status(stop))
 
 
 def _check_outcome(result, directory, console) -> None:
@@ -467,7 +517,7 @@ def _write_dashboard(directory, console) -> None:
     try:
         from drivesim.report.worst import write_worst_viewers
 
-        viewers = write_worst_viewers(directory)
+        viewers = write_worst_viewers(directory, import_policy=True)  # run imports what it ran
         if viewers:
             console.print(f"viewers of the worst scenarios: {pathlib.Path(viewers[0]).parent}")
     except Exception as exc:  # noqa: BLE001 - the dashboard links `drivesim show` commands instead

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from drivesim.commands.report import ImportPolicyOpt
+
 EXPORT_FORMATS = ("csv", "parquet", "jsonl")
 
 
@@ -28,6 +30,7 @@ def show(
         pathlib.Path | None,
         typer.Option(help="HTML file to write (default: DIR/viewers/scenario-ID-pP.html)."),
     ] = None,
+    import_policy: ImportPolicyOpt = False,
 ) -> None:
     """Re-simulate one scenario of a campaign and write an HTML animation of it."""
     from drivesim.pipeline.outputs import refuse_campaign_file
@@ -38,7 +41,7 @@ def show(
         _fail(f"{directory}: not a campaign directory (no campaign.toml)")
     refuse_campaign_file(directory, out)
     try:
-        rep = replay.replay(directory, scenario, policy)
+        rep = replay.replay(directory, scenario, policy, import_policy)
     except (ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
     target = out or directory / replay.VIEWERS_DIR / replay.viewer_name(rep.scenario_id, rep.policy_id)

@@ -14,6 +14,14 @@ ViewersOpt = Annotated[
     bool, typer.Option(help="Also write the viewer pages of the worst scenarios (re-simulates them).")
 ]
 ServeOpt = Annotated[bool, typer.Option(help="Also serve it on 127.0.0.1, refreshed as results land.")]
+ImportPolicyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--import-policy",
+        help="Import the user policy module (package.module:NAME) the campaign names, to re-simulate "
+        "its scenarios (off: a campaign's files are data and run no code).",
+    ),
+]
 PortOpt = Annotated[int, typer.Option(help="Port for --serve (0: a free port, printed).", min=0, max=65535)]
 
 
@@ -23,6 +31,7 @@ def report(
     serve: ServeOpt = False,
     port: PortOpt = 0,
     viewers: ViewersOpt = True,
+    import_policy: ImportPolicyOpt = False,
 ) -> None:
     """Write a self-contained HTML dashboard (plotly embedded, works offline) of a campaign."""
     from drivesim.pipeline.outputs import refuse_campaign_file
@@ -36,7 +45,7 @@ def report(
         from drivesim.report.worst import write_worst_viewers
 
         try:
-            write_worst_viewers(directory)
+            write_worst_viewers(directory, import_policy=import_policy)
         except Exception as exc:  # noqa: BLE001 - the dashboard links `drivesim show` commands instead
             typer.echo(f"scenario viewers not written ({type(exc).__name__}: {exc})", err=True)
     path = write_dashboard(directory, out)

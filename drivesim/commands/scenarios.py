@@ -117,13 +117,24 @@ def register(app: typer.Typer) -> None:
 
         ScenarioStore(store)  # checks the schema version
         classes = "class_agents, class_lanes, class_points, class_log"
+        source = f"read_parquet('{str(store).replace(chr(39), chr(39) * 2)}')"
+        sound = "num_agents BETWEEN 1 AND class_agents"  # a row's own agent slots fit its bucket
         rows = duckdb.sql(  # type: ignore[union-attr]  # a SELECT always returns a relation
             # one pass: a row per family (whole = 1), then one per size class of it
             f"SELECT family, grouping(class_agents) AS whole, {classes}, count(*), min(num_agents), "
             "max(num_agents), round(avg(num_agents), 1) "
-            f"FROM read_parquet('{str(store).replace(chr(39), chr(39) * 2)}') "
+            f"FROM {source} WHERE {sound} "
             f"GROUP BY GROUPING SETS ((family), (family, {classes})) ORDER BY family, whole DESC, {classes}"
         ).fetchall()
+        bad = duckdb.sql(  # type: ignore[union-attr]
+            f"SELECT count(*) FROM {source} WHERE NOT ({sound}) OR num_agents IS NULL"
+        ).fetchall()[0]
+        if bad and bad[0]:
+            typer.echo(
+                f"{store}: {bad[0]} rows with an impossible agent count (outside 1..their size class), "
+                "not counted; a campaign records them as failed rows",
+                err=True,
+            )
         for family, whole, agents, lanes, points, log, count, lo, hi, mean in rows:
             if whole:
                 typer.echo(f"{family}: {count} scenarios, agents {lo}..{hi} (mean {mean})")

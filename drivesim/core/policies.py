@@ -92,15 +92,20 @@ def registered_policies() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-def get_policy(name: str) -> EgoPolicy:
+class PolicyImportRefused(ValueError):
+    """A ``package.module:NAME`` policy that the caller did not allow to be imported."""
+
+
+def get_policy(name: str, allow_import: bool = True) -> EgoPolicy:
     """The policy registered as ``name``; ``module:NAME`` is imported (and registered under
-    that string) on first use. Raises ValueError naming the policy."""
+    that string) on first use, or refused with :class:`PolicyImportRefused` where
+    ``allow_import`` is False (a name read from a file is data, not code). Raises ValueError
+    naming the policy."""
     if name in _REGISTRY:
         return _REGISTRY[name]
-    if ":" not in name:
-        known = ", ".join(_REGISTRY)
-        raise ValueError(f"unknown ego policy {name!r}; registered: {known}; or package.module:NAME")
-    module_name, attr = name.split(":", 1)
+    module_name, attr = module_spec(name)
+    if not allow_import:
+        raise PolicyImportRefused(f"ego policy {name!r} is code (module {module_name}); not imported")
     try:
         value = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as err:
@@ -110,6 +115,17 @@ def get_policy(name: str) -> EgoPolicy:
         raise ValueError(f"ego policy {name!r}: {attr} is not an EgoPolicy (nor returns one)")
     _REGISTRY[name] = policy
     return policy
+
+
+def module_spec(name: str) -> tuple[str, str]:
+    """(module, attribute) of a ``package.module:NAME`` policy name, checked for form only
+    (nothing is imported); ValueError naming the policy otherwise."""
+    module_name, _, attr = name.partition(":")
+    dotted = module_name.split(".")
+    if not attr or not attr.isidentifier() or not all(part.isidentifier() for part in dotted):
+        known = ", ".join(_REGISTRY)
+        raise ValueError(f"unknown ego policy {name!r}; registered: {known}; or package.module:NAME")
+    return module_name, attr
 
 
 def steer_tan(steer: Array, config: SimConfig) -> Array:
@@ -123,6 +139,15 @@ def corrected_tan(lane_tan: Array, steer: Array, config: SimConfig) -> Array:
     A zero correction keeps the lane, so a policy learns lane changes, not lane keeping."""
     tan_max = math.tan(config.max_steer)
     return jnp.clip(lane_tan + steer_tan(steer, config), -tan_max, tan_max)
+
+
+def corrected_accel(speed: Array, gap: Array, lead_speed: Array, correction: Array) -> Array:
+    """Acceleration [m/s^2] of a learned ego that accelerates as a correction to the car
+    follower: the ego IDM (published defaults, :func:`idm_policy`) toward the leader it
+    follows, plus ``correction``; each (). The engine clips the sum to the limits. A zero
+    correction follows as IDM does, so a policy learns when to drive faster or brake
+    harder, not how to follow at all."""
+    return behavior.follow_acceleration(speed, gap, lead_speed, idm_policy()) + correction
 
 
 def idm_policy(**overrides: float) -> IDMParams:
@@ -165,7 +190,9 @@ def _open_loop_act(params: OpenLoopParams, ego: EgoInputs, config: SimConfig):
 
 def _mlp_act(params: MLPParams, ego: EgoInputs, config: SimConfig):
     accel, steer = behavior.action_from_unit(behavior.mlp_forward(params, ego.observe()), config)
-    return accel, corrected_tan(ego.lane_tan, steer, config)
+    return corrected_accel(ego.speed, ego.gap, ego.lead_speed, accel), corrected_tan(
+        ego.lane_tan, steer, config
+    )
 
 
 MLP_HIDDEN = (64, 64)

@@ -388,10 +388,11 @@ class SimConfig:
             raise ValueError(
                 f"SimConfig.edge_search: expected auto|own_route|all_lanes, got {self.edge_search!r}"
             )
-        from drivesim.core.policies import get_policy  # the registry imports this module
+        from drivesim.core.policies import module_spec, registered_policies  # they import this module
 
-        try:
-            get_policy(self.policy)
+        try:  # a package.module:NAME policy is checked for form; it is imported where it is used
+            if self.policy not in registered_policies():
+                module_spec(self.policy)
         except ValueError as err:
             raise ValueError(f"SimConfig.policy: {err}") from None
         if self.num_steps < 1 or self.window < 1 or self.resort_every < 1:

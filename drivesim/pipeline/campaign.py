@@ -227,11 +227,26 @@ class _Runner:
                 self._drain()
             if inflight is not None:
                 writer.submit(self._collect(inflight))
+        except KeyboardInterrupt as stop:  # SIGINT, or SIGTERM as Interrupted: what is written stays
+            self._interrupted(stage, writer, stop)
+            raise
         finally:
             self.watchdog.close()
             _close(stage, writer, self.watchdog.error)
         self._drain()
         return self._finish()
+
+    def _interrupted(self, stage, writer, stop: KeyboardInterrupt) -> None:
+        """Let the writer finish the batches it holds, then close the session record with
+        the signal's name; ``stop.saved`` tells the caller how many scenarios are done."""
+        self.watchdog.close()
+        _close(stage, writer, self.watchdog.error)
+        self._drain()
+        elapsed = time.perf_counter() - self.start
+        rate = self.counts["this_run"] / elapsed if elapsed > 0 else 0.0
+        reason = getattr(stop, "signal_name", "SIGINT")
+        sessions.record_end(self.directory, self.session, self.counts["this_run"], rate, interrupted=reason)
+        stop.saved = dict(done=self.counts["done"], total=self.total, this_run=self.counts["this_run"])  # type: ignore[attr-defined]
 
     def _to_device(self, _position: int, work: HostWork) -> DeviceWork:
         if work.scenario is None:

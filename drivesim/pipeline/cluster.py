@@ -35,7 +35,7 @@ from typing import Any
 from drivesim.parallel import determinism
 from drivesim.pipeline import batch_size, policy_provenance, sessions
 from drivesim.pipeline.config import CampaignConfig
-from drivesim.pipeline.ledger import Ledger, PlannedBatch
+from drivesim.pipeline.ledger import Ledger, PlannedBatch, ShardCheck
 from drivesim.pipeline.program_identity import worker_notes
 from drivesim.pipeline.timing import BatchEvent, PhaseTimes
 from drivesim.pipeline.validation import ConfigError
@@ -318,7 +318,7 @@ class _Driver:
             host_rss_bytes=out["host_rss_bytes"],
         )
         failures = [(int(sid), reason) for sid, reason in out["failures"]]
-        check = (int(out["rows"]), out["sha256"])
+        check = ShardCheck(int(out["rows"]), out["sha256"], out.get("bytes"), out.get("mtime_ns"))
         ledger.mark_done(ticket.batch_id, out["shard"], row, failures, check=check, worker=out["worker"])
         n = out["num_scenarios"]
         self.counts["done"] += n

@@ -99,8 +99,12 @@ class CampaignConfig:
             raise ValueError("CampaignConfig: count >= 0, batch_size >= 1 and window_batches >= 1 required")
         if self.loader_threads < 1 or self.prefetch < 1:
             raise ValueError("CampaignConfig: loader_threads and prefetch must be >= 1")
+        if not self.stall_s >= 0:  # NaN too
+            raise ValueError(
+                f"CampaignConfig.stall_s: seconds >= 0 (0 disables the watchdog), got {self.stall_s!r}"
+            )
         try:
-            split_policy(self.policy)
+            split_policy(self.policy, allow_import=False)  # a module is imported only where it runs
         except ValueError as err:
             from drivesim.pipeline.validation import ConfigError  # a usage error (exit status 2)
 
@@ -251,14 +255,18 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     return out
 
 
-def split_policy(spec: str):
+def split_policy(spec: str, allow_import: bool = True):
     """``spec`` -> (EgoPolicy, args): ``NAME`` (registered, no args), ``NAME:A[,B...]`` (a
     registered policy with a loader, one parameter set per argument) or ``package.module:NAME``
-    (a user policy, imported). Raises ValueError naming the spec."""
-    from drivesim.core.policies import get_policy, registered_policies
+    (a user policy, imported; where ``allow_import`` is False it is checked for form only and
+    returned as (None, ())). Raises ValueError naming the spec."""
+    from drivesim.core.policies import get_policy, module_spec, registered_policies
 
     head, _, rest = spec.partition(":")
     if head not in registered_policies() or not rest:
+        if not allow_import and spec not in registered_policies():
+            module_spec(spec)
+            return None, ()
         return get_policy(spec), ()
     policy = get_policy(head)
     args = tuple(a for a in rest.split(",") if a)
@@ -269,13 +277,31 @@ def split_policy(spec: str):
     return policy, args
 
 
-def policy_spec(config: CampaignConfig) -> PolicySpec:
+def is_user_code(spec: str) -> bool:
+    """True where a policy spec names a module to import (``package.module:NAME``)."""
+    from drivesim.core.policies import registered_policies
+
+    head, _, rest = spec.partition(":")
+    return spec not in registered_policies() and not (head in registered_policies() and rest)
+
+
+def policy_spec(config: CampaignConfig, allow_import: bool = True) -> PolicySpec:
     """Resolve ``config.policy`` / ``config.sweep`` into parameters for the executor:
     a registered policy's default parameters, one set per ``NAME:ARG`` (read by the policy's
-    loader), or the IDM variants of the sweep file."""
+    loader), or the IDM variants of the sweep file. A ``package.module:NAME`` policy is
+    imported only where ``allow_import`` (readers of a campaign's files pass False: they are
+    data; the refusal is a ConfigError naming the policy and the flag that allows it)."""
     import importlib
 
     from drivesim.core import policies
+
+    if not allow_import and not config.sweep and is_user_code(config.policy):
+        from drivesim.pipeline.validation import ConfigError
+
+        raise ConfigError(
+            f"{config.out}: policy {config.policy!r} names code (a module to import); a campaign's "
+            "files are data and are not run: pass --import-policy to import it"
+        )
 
     if config.sweep:
         variants = read_sweep(config.sweep)

@@ -45,8 +45,27 @@ CREATE INDEX IF NOT EXISTS batches_window ON batches(window_id);
 """
 
 # Added after the first ledgers were written: a done batch's shard row count and SHA-256
-# (checked by drivesim.pipeline.verify); older ledgers get the columns on open.
-SHARD_CHECK_COLUMNS = (("shard_rows", "INTEGER"), ("shard_sha256", "TEXT"))
+# (checked by drivesim.pipeline.verify), then its size and modification time (the readers'
+# cheap check); older ledgers get the columns on open.
+SHARD_CHECK_COLUMNS = (
+    ("shard_rows", "INTEGER"),
+    ("shard_sha256", "TEXT"),
+    ("shard_bytes", "INTEGER"),
+    ("shard_mtime_ns", "INTEGER"),
+)
+
+
+@dataclass(frozen=True)
+class ShardCheck:
+    """What the ledger records of a durable shard: rows, SHA-256 hex digest, and the file's
+    size [bytes] and modification time [ns] when it was recorded (None: not known)."""
+
+    rows: int
+    sha256: str
+    size: int | None = None
+    mtime_ns: int | None = None
+
+
 # Added with campaigns on a Ray cluster: which worker wrote a done batch (NULL: the embedded run).
 WORKER_COLUMN = ("worker", "TEXT")
 
@@ -248,20 +267,20 @@ class Ledger:
         shard: str,
         phases: dict,
         failures: list[tuple[int, str]],
-        check: tuple[int, str] | None = None,
+        check: ShardCheck | None = None,
         worker: str | None = None,
     ) -> None:
         """Mark a batch done (its shard is durable), store its phases and failed scenarios;
-        ``check``: the shard's (row count, SHA-256 hex) for drivesim.pipeline.verify;
+        ``check``: what drivesim.pipeline.verify checks the shard against;
         ``worker``: the cluster worker that wrote it (None in the embedded run)."""
-        rows, digest = check if check is not None else (None, None)
+        c = check if check is not None else ShardCheck(None, None)  # type: ignore[arg-type]
         cols = ", ".join(PHASE_COLUMNS)
         marks = ", ".join("?" for _ in PHASE_COLUMNS)
         with self._transaction():
             self.conn.execute(
                 "UPDATE batches SET status='done', error=NULL, attempts=attempts+1, shard=?, updated_at=?,"
-                " shard_rows=?, shard_sha256=?, worker=? WHERE batch_id=?",
-                (shard, time.time(), rows, digest, worker, batch_id),
+                " shard_rows=?, shard_sha256=?, shard_bytes=?, shard_mtime_ns=?, worker=? WHERE batch_id=?",
+                (shard, time.time(), c.rows, c.sha256, c.size, c.mtime_ns, worker, batch_id),
             )
             self.conn.execute(
                 f"INSERT OR REPLACE INTO phases(batch_id, {cols}) VALUES (?, {marks})",

@@ -91,7 +91,7 @@ def _load(source, position: int, validated: bool):
         return record, bucket_key(record.scenario)
     except Exception as exc:  # noqa: BLE001 - a bad scenario is recorded, the campaign goes on
         info = ScenarioInfo(
-            position,
+            _scenario_id_at(source, position),
             getattr(exc, "family", None) or "unknown",
             str(getattr(exc, "path", None) or name),
             getattr(exc, "name", None),
@@ -99,6 +99,16 @@ def _load(source, position: int, validated: bool):
             None,
         )
         return info, f"{type(exc).__name__}: {exc}"
+
+
+def _scenario_id_at(source, position: int) -> int:
+    """The id a result row of ``position`` carries when its scenario cannot be loaded: the
+    source's own (``scenario_id_at``, e.g. a store's stored id), else the position."""
+    at = getattr(source, "scenario_id_at", None)
+    try:
+        return int(at(position)) if callable(at) else position
+    except Exception:  # noqa: BLE001 - an unreadable id falls back to the position
+        return position
 
 
 def _ok(item) -> bool:

@@ -150,13 +150,15 @@ class CampaignWorker:
             else:
                 table = res.failed_table(work.failed, work.batch_id, 0)
             shard = res.write_shard(table, self.directory, work.batch_id)
-            rows, digest = shard_check(shard)
+            check = shard_check(shard)
         phases |= dict(write_s=write.seconds, wall_end=time.time())
         return dict(
             batch_id=work.batch_id,
             shard=str(shard.relative_to(self.directory)),
-            rows=rows,
-            sha256=digest,
+            rows=check.rows,
+            sha256=check.sha256,
+            bytes=check.size,
+            mtime_ns=check.mtime_ns,
             phases=phases,
             failures=[(info.scenario_id, reason) for info, reason in work.failed],
             num_scenarios=len(work.infos) + len(work.failed),

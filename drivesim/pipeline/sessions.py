@@ -2,7 +2,8 @@
 and its end to ``DIR/sessions.jsonl``, so a resume never overwrites what an earlier run
 recorded. One JSON object per line: ``{"session", "event": "start", "at", "backend",
 "device_count", "devices", "process", "host", "jax_version"}`` then ``{"session", "event":
-"end", "at", "done_this_run", "scenarios_per_s"}`` (no end line: the run was interrupted).
+"end", "at", "done_this_run", "scenarios_per_s"}``, with ``"interrupted": REASON`` where
+a signal (SIGTERM, SIGINT) stopped the run; no end line: the run was killed.
 """
 
 from __future__ import annotations
@@ -49,13 +50,15 @@ def record_start(directory, backend: str, devices: list[str], process: int = 0) 
     return session
 
 
-def record_end(directory, session: str, done_this_run: int, scenarios_per_s: float) -> None:
-    """Append the end of a run session."""
+def record_end(
+    directory, session: str, done_this_run: int, scenarios_per_s: float, interrupted: str | None = None
+) -> None:
+    """Append the end of a run session; ``interrupted``: the signal that stopped it."""
     rate = scenarios_per_s if scenarios_per_s == scenarios_per_s else None
-    _append(
-        directory,
-        dict(session=session, event="end", at=time.time(), done_this_run=done_this_run, scenarios_per_s=rate),
+    record = dict(
+        session=session, event="end", at=time.time(), done_this_run=done_this_run, scenarios_per_s=rate
     )
+    _append(directory, record | ({"interrupted": interrupted} if interrupted else {}))
 
 
 def read_sessions(directory) -> list[dict]:
@@ -81,6 +84,6 @@ def read_sessions(directory) -> list[dict]:
         row["ended"] = end.get("at")
         row["done_this_run"] = end.get("done_this_run")
         row["scenarios_per_s"] = end.get("scenarios_per_s")
-        row["interrupted"] = not end
+        row["interrupted"] = not end or bool(end.get("interrupted"))
         out.append(row)
     return out

@@ -17,7 +17,7 @@ import pathlib
 import sqlite3
 from dataclasses import dataclass, field
 
-from drivesim.pipeline.ledger import LEDGER_NAME, Ledger
+from drivesim.pipeline.ledger import LEDGER_NAME, Ledger, ShardCheck
 
 RESULTS_DIR = "results"
 
@@ -61,11 +61,14 @@ def file_sha256(path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def shard_check(path) -> tuple[int, str]:
-    """(row count, SHA-256) of a freshly written shard, for ``Ledger.mark_done(check=...)``."""
+def shard_check(path) -> ShardCheck:
+    """Row count, SHA-256, size and modification time of a freshly written shard, for
+    ``Ledger.mark_done(check=...)``."""
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(path).metadata.num_rows, file_sha256(path)
+    stat = pathlib.Path(path).stat()
+    rows = pq.ParquetFile(path).metadata.num_rows
+    return ShardCheck(rows, file_sha256(path), stat.st_size, stat.st_mtime_ns)
 
 
 def _connect(directory: pathlib.Path, readonly: bool = False) -> sqlite3.Connection:
@@ -82,11 +85,22 @@ def _connect(directory: pathlib.Path, readonly: bool = False) -> sqlite3.Connect
     return sqlite3.connect(path, timeout=30.0, isolation_level=None)
 
 
-def _done_rows(con: sqlite3.Connection) -> list[tuple]:
+def _done_rows(con: sqlite3.Connection, stat: bool = False) -> list[tuple]:
+    """(batch_id, shard, rows, sha256) of every done batch, with (bytes, mtime_ns) after
+    them where ``stat``; NULL where the ledger predates a column."""
     cols = {row[1] for row in con.execute("PRAGMA table_info(batches)")}
-    extra = "shard_rows, shard_sha256" if "shard_sha256" in cols else "NULL, NULL"
+    names = ["shard_rows", "shard_sha256"] + (["shard_bytes", "shard_mtime_ns"] if stat else [])
+    extra = ", ".join(n if n in cols else "NULL" for n in names)
     sql = f"SELECT batch_id, shard, {extra} FROM batches WHERE status='done' ORDER BY batch_id"
     return list(con.execute(sql))
+
+
+def inside_results(directory: pathlib.Path, shard: str) -> pathlib.Path | None:
+    """The path of a ledger's shard entry when it is a file name inside the campaign's
+    ``results/`` (no absolute path, no ``..``, no link out of it); None otherwise."""
+    results = (directory / RESULTS_DIR).resolve()
+    path = (directory / shard).resolve()
+    return directory / RESULTS_DIR / path.name if path.parent == results else None
 
 
 def _check_one(path: pathlib.Path, rows: int | None, digest: str | None) -> str | None:
@@ -125,7 +139,11 @@ def check_campaign(directory) -> VerifyReport:
             report.missing.append((batch_id, "(no shard recorded)"))
             continue
         named.add(pathlib.PurePath(shard).name)
-        path = directory / shard
+        inside = inside_results(directory, shard)
+        if inside is None:
+            report.damaged.append((batch_id, shard, f"outside the campaign's {RESULTS_DIR}/ (never read)"))
+            continue
+        path = inside
         if not path.is_file():
             report.missing.append((batch_id, shard))
             continue
@@ -157,8 +175,8 @@ def reconcile(directory) -> VerifyReport:
         try:
             con.execute("BEGIN IMMEDIATE")
             con.executemany(
-                "UPDATE batches SET status='pending', shard=NULL, shard_rows=NULL, shard_sha256=NULL"
-                " WHERE batch_id=?",
+                "UPDATE batches SET status='pending', shard=NULL, shard_rows=NULL, shard_sha256=NULL,"
+                " shard_bytes=NULL, shard_mtime_ns=NULL WHERE batch_id=?",
                 [(b,) for b in bad],
             )
             con.executemany("DELETE FROM failures WHERE batch_id=?", [(b,) for b in bad])
@@ -169,10 +187,14 @@ def reconcile(directory) -> VerifyReport:
 
 
 def named_shards(directory) -> list[pathlib.Path]:
-    """The shards the ledger names for done batches (existing files only), by batch id.
+    """The sound shards the ledger names for done batches, by batch id.
 
-    A directory without a ledger (shards copied on their own) falls back to every
-    ``results/part-*.parquet``.
+    Each is checked cheaply: inside ``results/``, present, and of the size and modification
+    time the ledger recorded (a shard whose stat differs is hashed; ledgers without the stat
+    columns are checked by row count). The batches left out are named in one warning line
+    (logger ``drivesim.results``), once per process and campaign state: ``drivesim run
+    --resume DIR`` redoes them. A directory without a ledger (shards copied on their own)
+    falls back to every ``results/part-*.parquet``.
     """
     directory = pathlib.Path(directory)
     if not (directory / LEDGER_NAME).is_file():
@@ -180,8 +202,58 @@ def named_shards(directory) -> list[pathlib.Path]:
         return sorted(p for p in results.glob("part-*.parquet") if p.is_file()) if results.is_dir() else []
     con = _connect(directory, readonly=True)
     try:
-        done = _done_rows(con)
+        done = _done_rows(con, stat=True)
     finally:
         con.close()
-    paths = [directory / shard for _, shard, _, _ in done if shard]
-    return [p for p in paths if p.is_file()]
+    paths, problems = [], []
+    for batch_id, shard, rows, digest, size, mtime_ns in done:
+        why = _reader_check(directory, shard, rows, digest, size, mtime_ns)
+        if why is None:
+            paths.append(directory / RESULTS_DIR / pathlib.PurePath(shard).name)
+        else:
+            problems.append(f"batch {batch_id} ({shard}): {why}")
+    if problems:
+        _warn_once(directory, problems)
+    return paths
+
+
+_CHECKED: dict[tuple, str | None] = {}  # (path, size, mtime_ns, digest) -> _check_one's finding
+_WARNED: set[tuple] = set()
+
+
+def _reader_check(directory, shard, rows, digest, size, mtime_ns) -> str | None:
+    if not shard:
+        return "no shard recorded"
+    path = inside_results(directory, shard)
+    if path is None:
+        return f"outside the campaign's {RESULTS_DIR}/, not read"
+    try:
+        stat = path.stat()
+    except OSError:
+        return "missing"
+    if size is not None and stat.st_size != size:
+        return f"{stat.st_size} bytes, the ledger recorded {size}"
+    if mtime_ns is not None and stat.st_mtime_ns == mtime_ns:
+        return None
+    key = (str(path), stat.st_size, stat.st_mtime_ns, digest)
+    if key not in _CHECKED:
+        _CHECKED[key] = _check_one(path, rows, digest)
+    return _CHECKED[key]
+
+
+def _warn_once(directory: pathlib.Path, problems: list[str]) -> None:
+    import logging
+
+    key = (str(directory.resolve()), tuple(problems))
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+    logging.getLogger("drivesim.results").warning(
+        "%s: %d done batches left out, their shards missing or damaged (%s); "
+        "drivesim run --resume %s redoes them",
+        directory,
+        len(problems),
+        shown,
+        directory,
+    )

@@ -143,9 +143,19 @@ def paired_mean(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, floa
 
 
 def load_arms(directories: Sequence[str | Path]) -> list[Arm]:
-    """The arms of campaign directories: every policy of each (a sweep gives several)."""
+    """The arms of campaign directories: every policy of each (a sweep gives several).
+    The same directory twice is a ConfigError (a campaign against itself compares nothing)."""
     from drivesim.pipeline import results
+    from drivesim.pipeline.validation import ConfigError
 
+    seen: dict[Path, str] = {}
+    for directory in directories:
+        key = Path(directory).resolve()
+        if key in seen:
+            raise ConfigError(
+                f"compare: {seen[key]} and {directory} are the same campaign; name two campaigns"
+            )
+        seen[key] = str(directory)
     arms = []
     cols = ", ".join(["scenario_id", "policy_id", "policy"] + [k for k, _ in RATES + MEANS])
     for directory in directories:

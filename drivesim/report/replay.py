@@ -95,8 +95,14 @@ def _find_in(part, scenario_id: int, name: str | None):
             return record
     if getattr(part, "ids_are_positions", False):
         return None
+    at = getattr(part, "scenario_id_at", None)  # a store: its id column, no row decoded
     for k in range(len(part)):
-        record = part.load(k)
+        if callable(at) and at(k) != scenario_id:
+            continue
+        try:
+            record = part.load(k)
+        except ValueError:  # a bad row (a failed result) is not the one asked for
+            continue
         if matches(record):
             return record
     return None
@@ -129,18 +135,22 @@ def pick_policy(rows: list[dict], names: tuple[str, ...], policy: str | None) ->
     return int(min(ok, key=badness)["policy_id"])
 
 
-def replay(directory, scenario_id: int, policy: str | None = None) -> Replay:
-    """Re-simulate one scenario of a campaign with its trajectory."""
-    return replay_many(directory, [(scenario_id, policy)])[0]
+def replay(directory, scenario_id: int, policy: str | None = None, import_policy: bool = False) -> Replay:
+    """Re-simulate one scenario of a campaign with its trajectory (see :func:`replay_many`)."""
+    return replay_many(directory, [(scenario_id, policy)], import_policy)[0]
 
 
-def replay_many(directory, wanted: Sequence[tuple[int, str | None]]) -> list[Replay]:
+def replay_many(
+    directory, wanted: Sequence[tuple[int, str | None]], import_policy: bool = False
+) -> list[Replay]:
     """Re-simulate several scenarios: those with the same log layout are padded to one shape
-    and run as one batch per policy (one compilation for every policy of a sweep)."""
+    and run as one batch per policy (one compilation for every policy of a sweep).
+    import_policy: import a ``package.module:NAME`` policy named in the campaign's config
+    (off: a ConfigError says so; a campaign's files are data)."""
     from drivesim.pipeline.config import policy_spec, read_config, sim_config
 
     config = read_config(directory)
-    spec = policy_spec(config)
+    spec = policy_spec(config, allow_import=import_policy)
     sim = sim_config(config, spec.kind)
     jobs = []
     for scenario_id, policy in wanted:
@@ -246,12 +256,15 @@ def viewer_name(scenario_id: int, policy_id: int) -> str:
     return f"scenario-{int(scenario_id)}-p{int(policy_id)}.html"
 
 
-def write_viewers(directory, wanted: Sequence[tuple[int, str | None]]) -> list[Path]:
-    """Write ``DIR/viewers/scenario-ID-pP.html`` for each wanted (scenario id, policy)."""
+def write_viewers(
+    directory, wanted: Sequence[tuple[int, str | None]], import_policy: bool = False
+) -> list[Path]:
+    """Write ``DIR/viewers/scenario-ID-pP.html`` for each wanted (scenario id, policy);
+    import_policy as for :func:`replay_many`."""
     from drivesim.report.viewer import write_page
 
     paths = []
-    for rep in replay_many(directory, wanted):
+    for rep in replay_many(directory, wanted, import_policy):
         out = Path(directory) / VIEWERS_DIR / viewer_name(rep.scenario_id, rep.policy_id)
         paths.append(write_page(render_replay(rep), out))
     return paths

@@ -33,8 +33,9 @@ def worst_rows(directory, limit: int = WORST_LIMIT) -> tuple[list[dict], list[di
     return worst, failed
 
 
-def write_worst_viewers(directory, limit: int = WORST_LIMIT) -> list[Path]:
-    """Write the viewer pages of the worst scenarios that lack one (DIR/viewers/...)."""
+def write_worst_viewers(directory, limit: int = WORST_LIMIT, import_policy: bool = False) -> list[Path]:
+    """Write the viewer pages of the worst scenarios that lack one (DIR/viewers/...);
+    import_policy as for drivesim.report.replay.replay_many."""
     from drivesim.report.replay import VIEWERS_DIR, viewer_name, write_viewers
 
     worst, _ = worst_rows(directory, limit)
@@ -43,7 +44,7 @@ def write_worst_viewers(directory, limit: int = WORST_LIMIT) -> list[Path]:
         for r in worst
         if not (Path(directory) / VIEWERS_DIR / viewer_name(r["scenario_id"], r["policy_id"])).is_file()
     ]
-    return write_viewers(directory, missing) if missing else []
+    return write_viewers(directory, missing, import_policy) if missing else []
 
 
 def viewer_link(data, scenario_id: int, policy_id: int) -> Html:

@@ -22,7 +22,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeET
 import numpy as np
 
-from drivesim.core.ranges import DT_RANGE_S, MAX_FILE_STEPS, MAX_LOG_STEPS
+from drivesim.core.ranges import DT_RANGE_S, MAX_COORD_M, MAX_FILE_STEPS, MAX_LOG_STEPS
 from drivesim.core.types import (
     CYCLIST,
     IDM_DEFAULTS,
@@ -120,8 +120,17 @@ class _Reader:
         return 0.5 * (low + self.number(hi.text, f"{field}/intervalEnd"))
 
     def point(self, elem: Element, field: str) -> np.ndarray:
-        x = self.number(elem.findtext("x"), f"{field}/x")
-        return np.array([x, self.number(elem.findtext("y"), f"{field}/y")])
+        """(2,) float64 x, y within the physical range of coordinates (core.ranges)."""
+        xy = []
+        for axis in ("x", "y"):
+            value = self.number(elem.findtext(axis), f"{field}/{axis}")
+            if abs(value) > MAX_COORD_M:
+                self.fail(
+                    f"{field}/{axis}",
+                    f"value {value:g} outside the physical range [-{MAX_COORD_M:g}, {MAX_COORD_M:g}]",
+                )
+            xy.append(value)
+        return np.array(xy)
 
     def position(self, elem: Element, field: str) -> np.ndarray:
         """A point, or the centre of a rectangle / circle / polygon position."""
@@ -249,6 +258,10 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
         rd.fail(tag, "no dynamic obstacles (zero agents)")
     if len(obstacles) + 1 > MAX_AGENTS:
         rd.fail(tag, f"too many agents: {len(obstacles)} dynamic obstacles + ego > {MAX_AGENTS}")
+    ids = [o.get("id") for o in obstacles]
+    twice = sorted({i for i in ids if i is not None and ids.count(i) > 1})
+    if twice:
+        rd.fail(f"{tag}[id={twice[0]}]", f"obstacle id {twice[0]} appears more than once (one agent per id)")
     tracks = [_ego_track(root, rd, config)] + [_obstacle_track(o, tag, rd) for o in obstacles]
     _check_log_length(tracks, file_dt, config.dt, rd)
     lanelets = lanes.parse_lanelets(root, rd)

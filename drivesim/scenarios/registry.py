@@ -93,6 +93,9 @@ class SourceKind:
         None when it reads no files.
     check: ``arg -> None``, cheap checks of the argument raising ValueError (one line), run
         before a campaign writes anything; None for none.
+    counted: the campaign's ``count`` sets how many scenarios it gives (generated kinds);
+        False where its argument alone does (files, grids), so a count given to it alone is
+        refused rather than ignored.
     """
 
     name: str
@@ -100,6 +103,7 @@ class SourceKind:
     usage: str
     inputs: Inputs | None = None
     check: Callable[[str], None] | None = None
+    counted: bool = True
 
 
 _KINDS: dict[str, SourceKind] = {}
@@ -113,12 +117,14 @@ def register_source(
     usage: str | None = None,
     inputs: Inputs | None = None,
     check: Callable[[str], None] | None = None,
+    counted: bool = True,
 ) -> SourceKind:
-    """Register source kind ``kind`` (lower-case letters, digits, ``_``). Registering the same
-    opener again is a no-op; another opener under a taken name is a ValueError."""
+    """Register source kind ``kind`` (lower-case letters, digits, ``_``); see
+    :class:`SourceKind` for the fields. Registering the same opener again is a no-op; another
+    opener under a taken name is a ValueError."""
     if not _KIND_NAME.match(kind):
         raise ValueError(f"source kind {kind!r}: expected lower-case letters, digits and _")
-    entry = SourceKind(kind, opener, usage or f"{kind}:ARG", inputs, check)
+    entry = SourceKind(kind, opener, usage or f"{kind}:ARG", inputs, check, counted)
     with _LOCK:
         old = _KINDS.get(kind)
         if old is not None and old.opener is opener:
@@ -277,8 +283,9 @@ register_source(
     _open_commonroad,
     usage="commonroad:[replay:]PATH[,PATH...]",
     inputs=lambda arg: tuple((p, "*.xml") for p in _commonroad_paths(arg)[1]),
+    counted=False,
 )
-register_source("store", _open_store, usage="store:PATH", inputs=lambda arg: ((arg, "*"),))
+register_source("store", _open_store, usage="store:PATH", inputs=lambda arg: ((arg, "*"),), counted=False)
 
 
 def _open_catalogue(arg: str, context: SourceContext) -> ScenarioSource:
@@ -298,4 +305,5 @@ register_source(
     _open_catalogue,
     usage="catalogue:FAMILY[?NAME=START:STOP:COUNT,...] | catalogue:FAMILY?NAME=LO:HI,...&samples=N",
     check=_check_catalogue,
+    counted=False,
 )

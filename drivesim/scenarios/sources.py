@@ -125,6 +125,7 @@ class StoreSource(ScenarioSource):
         self.store = ScenarioStore(path)
         self.path = Path(path)
         self.name = f"store:{path}"
+        self._ids = None
 
     def __len__(self) -> int:
         return len(self.store)
@@ -134,6 +135,12 @@ class StoreSource(ScenarioSource):
         record = self.store.load(position)
         validate_scenario(record.scenario, where=f"{self.path}#{record.scenario_id}")
         return record
+
+    def scenario_id_at(self, position: int) -> int:
+        """The stored id of row ``position`` (read once for the whole store)."""
+        if self._ids is None:
+            self._ids = self.store.reader().read(columns=["scenario_id"]).column(0).to_numpy()
+        return int(self._ids[position])
 
     def describe(self) -> str:
         return f"scenario store {self.path}: {len(self)} scenarios"
@@ -165,6 +172,13 @@ class MixedSource(ScenarioSource):
     def load(self, position: int) -> ScenarioRecord:
         source, local = self.locate(position)
         return source.load(local)
+
+    def scenario_id_at(self, position: int) -> int:
+        """The id of ``position`` in its source (its own ``scenario_id_at``, else the global
+        position)."""
+        source, local = self.locate(position)
+        at = getattr(source, "scenario_id_at", None)
+        return int(at(local)) if callable(at) else position
 
     def describe(self) -> str:
         return "; ".join(s.describe() for s in self.sources)

@@ -409,6 +409,13 @@ def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:
     meta = {k: v[row] for k, v in group.meta.items()}
     dims, stored = group.dims[row], group.stored[row]
     has_log = dims["T"] is not None
+    for dim, column, least in (("N", "num_agents", 1), ("L", "num_lanes", 1), ("P", "num_points", 2)):
+        if not least <= dims[dim] <= stored[dim]:
+            raise ScenarioError(
+                f"{dims[dim]} outside {least}..{stored[dim]} (the row's stored size)",
+                path=where,
+                field=column,
+            )
     out: dict[str, np.ndarray] = {}
     for path, dtype, shape in FIELDS:
         if path not in group.columns:  # signal columns of a version-2 store

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from drivesim.core.ranges import range_problem
 from drivesim.core.types import AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
 from drivesim.core.validate import ScenarioError
 from drivesim.scenarios.store import CLASS_COLUMNS, FIELDS, column_name, field_shape, signal_of, stored_column
@@ -64,9 +65,10 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
     """Stacked Scenario of ``table`` rows ``rows`` (all of one bucket) and their infos.
 
     Returns (scenario with leading axis max(len(rows), padded_batch), infos table with columns
-    scenario_id (= ``positions``), family, source, name, num_agents (valid agents),
-    size_class). ScenarioError (naming ``where`` and the column) when the rows do not share a
-    bucket, a list does not fill its shape, or a vectorized check of the values fails.
+    scenario_id (the stored ids, as the record path gives them), family, source, name,
+    num_agents (valid agents), size_class). ScenarioError (naming ``where`` and the column)
+    when the rows do not share a bucket, a list does not fill its shape, or a vectorized
+    check of the values fails.
     """
     rows = np.asarray(rows, np.int64)
     contiguous = len(rows) > 0 and rows[-1] - rows[0] + 1 == len(rows) and bool(np.all(np.diff(rows) == 1))
@@ -95,9 +97,10 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
         leaves[path] = _pad_rows(values.reshape(b, *full), total, path)
     scenario = _scenario(leaves)
     _check(scenario, b, where)
+    _check_counts(t, scenario, b, where)
     infos = pa.table(
         {
-            "scenario_id": pa.array(np.asarray(positions, np.int64)),
+            "scenario_id": pa.array(scenario.scenario_id[:b].astype(np.int64)),  # the stored ids
             **{k: t.column(k).combine_chunks() for k in INFO_COLUMNS},
             "num_agents": pa.array(scenario.agents.valid[:b].sum(axis=1).astype(np.int32)),
             "size_class": pa.array(np.full(b, key[0], np.int32)),
@@ -177,3 +180,36 @@ def _check(sc: Scenario, b: int, where: str) -> None:
                 raise fail(f"signal.{name}", "NaN value")
         if np.any(sc.signal.cycle[:b][valid] <= 0):
             raise fail("signal.cycle", "cycle length must be > 0 s")
+    problem = range_problem(_range_fields(sc, b, valid))
+    if problem is not None:
+        raise fail(*problem)
+
+
+def _range_fields(sc: Scenario, b: int, valid) -> dict:
+    """The physical-range fields of validate_scenario over the first ``b`` rows, padding
+    agents and lanes masked out."""
+    ag, idm, road = sc.agents, sc.idm, sc.road
+    fields = {
+        f"agents.{k}": getattr(ag, k)[:b][valid] for k in ("x", "y", "speed", "accel", "length", "width")
+    }
+    fields |= {f"idm.{k}": getattr(idm, k)[:b][valid] for k in idm.__dataclass_fields__}
+    lanes = road.lane_valid[:b].astype(bool)
+    fields |= {"road.widths": road.widths[:b][lanes], "road.centers": road.centers[:b][lanes]}
+    if sc.log is not None:
+        logged = sc.log.valid[:b].astype(bool)
+        fields |= {"log.xy": sc.log.xy[:b][logged], "log.speed": sc.log.speed[:b][logged]}
+    return fields
+
+
+def _check_counts(t: pa.Table, sc: Scenario, b: int, where: str) -> None:
+    """Every row's stored ``num_agents`` (its own agent slots) is within 1..the bucket's slots
+    and covers every valid slot."""
+    if "num_agents" not in t.column_names:
+        return
+    stored = t.column("num_agents").to_numpy(zero_copy_only=False).astype(np.int64)
+    slots = sc.agents.valid.shape[1]
+    beyond = sc.agents.valid[:b] & (np.arange(slots)[None, :] >= stored[:, None])
+    if np.any((stored < 1) | (stored > slots)) or np.any(beyond):
+        raise ScenarioError(
+            f"agent count outside 1..{slots} or below the valid slots", path=where, field="num_agents"
+        )

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from drivesim.pipeline.cluster import parse_cluster
-from drivesim.pipeline.ledger import Ledger, PlannedBatch
+from drivesim.pipeline.ledger import Ledger, PlannedBatch, ShardCheck
 from drivesim.pipeline.validation import ConfigError
 
 
@@ -51,7 +51,9 @@ def test_old_ledger_gains_the_worker_column(tmp_path):
     con.close()
     with Ledger(tmp_path) as ledger:
         ledger.record_batch(0, PlannedBatch(0, (0, 1), 8))
-        ledger.mark_done(0, "results/part-00000000.parquet", {}, [], check=(2, "ab"), worker="w1@host:42")
+        ledger.mark_done(
+            0, "results/part-00000000.parquet", {}, [], check=ShardCheck(2, "ab"), worker="w1@host:42"
+        )
         assert ledger.conn.execute("SELECT worker FROM batches").fetchall() == [("w1@host:42",)]
 
 

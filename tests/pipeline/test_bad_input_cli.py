@@ -94,3 +94,84 @@ def test_import_refuses_a_device_file(tmp_path):
     proc = _drivesim("import", "commonroad", "/dev/zero", "--out", tmp_path / "s.parquet")
     assert proc.returncode == 1 and "/dev/zero: not a regular file or a pipe" in proc.stdout + proc.stderr
     assert "wrote 0 scenarios" in proc.stdout
+
+
+MARKER_MODULE = """
+import pathlib, os
+pathlib.Path(os.environ["DRIVESIM_TEST_MARKER"]).write_text("imported")
+from drivesim.core.policies import CONSTANT as POLICY
+"""
+
+
+@pytest.fixture()
+def code_campaign(campaign, tmp_path):
+    """A copy of the campaign whose campaign.toml was edited to name a module as its policy;
+    the module, when imported, writes a marker file."""
+    import shutil
+
+    copy = tmp_path / "c"
+    shutil.copytree(campaign, copy)
+    toml = copy / "campaign.toml"
+    toml.write_text(toml.read_text().replace('policy = "idm"', 'policy = "marker_policy:POLICY"'))
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "marker_policy.py").write_text(MARKER_MODULE)
+    marker = tmp_path / "marker"
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path / 'mod'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    env["DRIVESIM_TEST_MARKER"] = str(marker)
+    return copy, marker, env
+
+
+def test_reading_a_campaign_never_imports_the_module_its_config_names(code_campaign):
+    """report, summary and query read a campaign whose config names code without importing
+    it; show and a resume refuse in one line, and import it only with --import-policy."""
+    directory, marker, env = code_campaign
+    run = lambda *args: subprocess.run([*DRIVESIM, *map(str, args)], capture_output=True, text=True, env=env)  # noqa: E731
+    for args in (
+        ("report", directory, "--no-viewers"),
+        ("summary", directory),
+        ("query", directory, "SELECT 1"),
+    ):
+        proc = run(*args)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert not marker.exists(), args
+    for args in (("show", directory, "--scenario", "1"), ("run", "--resume", directory)):
+        proc = run(*args)
+        assert proc.returncode == 2 and "--import-policy" in _error(proc), (args, proc.stderr)
+        assert not marker.exists(), args
+    proc = run("show", directory, "--scenario", "1", "--import-policy")
+    assert proc.returncode == 0, proc.stderr
+    assert marker.read_text() == "imported"
+
+
+def test_a_config_naming_a_callable_does_not_run_it(code_campaign):
+    """``policy = "os:abort"`` in campaign.toml: opening the report runs nothing."""
+    directory, _, env = code_campaign
+    toml = directory / "campaign.toml"
+    toml.write_text(toml.read_text().replace('"marker_policy:POLICY"', '"os:abort"'))
+    proc = subprocess.run(
+        [*DRIVESIM, "report", str(directory), "--no-viewers"], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_two_campaign_directories_are_refused(campaign, tmp_path):
+    proc = _drivesim("run", campaign, "--out", tmp_path / "other", "--count", "4")
+    assert proc.returncode == 2 and "two campaign directories" in _error(proc)
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_count_no_source_takes_is_refused(tmp_path):
+    proc = _drivesim("run", "--source", "catalogue:cut_in", "--count", "4000", "--out", tmp_path / "c")
+    assert proc.returncode == 2 and "&samples=N" in _error(proc)
+    assert not (tmp_path / "c").exists()
+
+
+def test_a_campaign_compared_with_itself_is_refused(campaign):
+    proc = _drivesim("compare", campaign, f"{campaign}/")
+    assert proc.returncode == 2 and "same campaign" in _error(proc)
+
+
+def test_a_negative_stall_timeout_is_refused(tmp_path):
+    proc = _drivesim("run", "--count", "4", "--stall-timeout", "-1", "--out", tmp_path / "c")
+    assert proc.returncode == 2 and "stall-timeout" in proc.stderr
+    assert not (tmp_path / "c").exists()

@@ -238,3 +238,34 @@ def test_config_validation_bounds():
         validate_config(small_config("x", num_steps=20000))
     with pytest.raises(ConfigError, match="expected an integer"):
         validate_config(small_config("x", seed=True))
+
+
+def _ledger_shard(out, name: str, shard: str) -> None:
+    """Point the ledger entry of the batch whose shard is ``results/NAME`` at ``shard``."""
+    import sqlite3
+
+    con = sqlite3.connect(out / "ledger.sqlite")
+    assert con.execute("UPDATE batches SET shard=? WHERE shard=?", (shard, f"results/{name}")).rowcount == 1
+    con.commit()
+    con.close()
+
+
+def test_readers_leave_out_and_name_missing_and_foreign_shards(reference, copy, caplog):
+    """query and the dashboard read only sound shards: a deleted shard, another campaign's
+    shard copied over one, and a ledger entry pointing outside the campaign are left out and
+    named in one warning line that says run repairs them."""
+    other = copy.parent / "other"
+    run_campaign(small_config(other, count=COUNT, seed=7))
+    shards = sorted((copy / "results").glob("part-*.parquet"))
+    shards[0].unlink()
+    shutil.copy(sorted((other / "results").glob("part-*.parquet"))[1], shards[1])
+    _ledger_shard(copy, shards[2].name, str(sorted((other / "results").glob("part-*.parquet"))[2]))
+    _ledger_shard(copy, shards[3].name, f"../{other.name}/results/{shards[3].name}")
+    with caplog.at_level("WARNING", logger="drivesim.results"):
+        n = results.query(copy, "SELECT count(*) AS n FROM results").column("n")[0].as_py()
+    assert n == COUNT // 5  # one batch of five is sound
+    lines = [r.getMessage() for r in caplog.records if r.name == "drivesim.results"]
+    assert len(lines) == 1 and "4 done batches left out" in lines[0] and "run --resume" in lines[0]
+    assert "outside the campaign's results/" in lines[0] and "missing" in lines[0]
+    report = check_campaign(copy)
+    assert len(report.missing) + len(report.damaged) == 4

@@ -96,3 +96,41 @@ def test_sigkill_resume_equals_uninterrupted_run(tmp_path, campaign):
     assert total_batches >= 1 and seen[0] < _done_batches(killed)
     mid = [s for s in seen if 0 < s < total_batches]
     assert len(mid) >= 2, f"fewer than 2 kills landed mid-campaign: {seen} of {total_batches} batches"
+
+
+@pytest.mark.slow
+def test_sigterm_says_what_was_saved_and_closes_the_session(tmp_path):
+    """``drivesim run`` stopped by SIGTERM: one line of what was saved, exit status 143, the
+    session's end line names the signal, and the ledger matches the shards."""
+    import json
+
+    from drivesim.pipeline.verify import check_campaign
+
+    out = tmp_path / "c"
+    args = [
+        sys.executable,
+        "-c",
+        "from drivesim.cli import main; main()",
+        "run",
+        "--source",
+        "synthetic:highway",
+    ]
+    args += ["--count", "4000", "--agents", "16", "--steps", "10", "--batch-size", "8", "--out", str(out)]
+    flags = determinism.with_flag(os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"))
+    env = os.environ | {"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while _done_batches(out) < 2 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, (stdout, stderr)
+    assert "Traceback" not in stderr, stderr
+    line = next(x for x in (stdout + stderr).splitlines() if "interrupted by SIGTERM" in x)
+    assert "scenarios saved" in line and f"drivesim run --resume {out}" in line, line
+    sessions = [json.loads(x) for x in (out / "sessions.jsonl").read_text().splitlines()]
+    assert sessions[-1]["event"] == "end" and sessions[-1]["interrupted"] == "SIGTERM"
+    done = _done_batches(out)
+    assert 0 < done and f"{done * 8:,} of 4,000 scenarios saved" in line, line
+    report = check_campaign(out)
+    assert report.clean and len(report.ok) == done

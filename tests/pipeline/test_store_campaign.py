@@ -69,3 +69,78 @@ def test_corrupt_row_is_a_failed_row(tmp_path):
     rows = table.to_pylist()
     assert [r["scenario_id"] for r in rows] == [5]
     assert "non-finite" in rows[0]["error"] and "agents.x" in rows[0]["error"]
+
+
+def _damage(path, row: int, column: str, value) -> None:
+    """Set ``column`` of store row ``row`` to ``value`` (a scalar column) or its first
+    element to ``value`` (a list column), as a hostile editor of the file would."""
+    table = pq.read_table(path)
+    k = table.schema.get_field_index(column)
+    values = table.column(column).to_pylist()
+    if isinstance(values[row], list):
+        values[row][0] = value
+    else:
+        values[row] = value
+    table = table.set_column(k, table.schema.field(k), pa.array(values, table.schema.field(k).type))
+    pq.write_table(table, path)
+
+
+def test_rows_outside_the_physical_ranges_are_failed_rows(tmp_path):
+    """Every source passes the same checks: a stored row with a NaN IDM speed, a position
+    of 1e30 m, a negative lane width or an impossible agent count fails with the field named,
+    and the other rows run."""
+    path = _store(tmp_path)
+    cases = {
+        3: ("idm_v0", float("nan"), "idm.v0"),
+        7: ("agents_x", 1e30, "agents.x"),
+        11: ("road_widths", -3.0, "road.widths"),
+        13: ("num_agents", 10**9, "num_agents"),
+        17: ("num_agents", -5, "num_agents"),
+    }
+    for row, (column, value, _) in cases.items():
+        _damage(path, row, column, value)
+    result = run_campaign(small_config(tmp_path / "run", sources=()), source=StoreSource(path))
+    assert result.done == COUNT and result.failed == len(cases)
+    rows = results.query(
+        tmp_path / "run", "SELECT scenario_id, error FROM results WHERE status = 'failed' ORDER BY 1"
+    ).to_pylist()
+    assert [r["scenario_id"] for r in rows] == sorted(cases)
+    for r in rows:
+        field = cases[r["scenario_id"]][2]
+        assert f"field {field}" in r["error"] and str(path) in r["error"], r
+
+
+def test_store_info_does_not_count_impossible_agent_counts(tmp_path):
+    import subprocess
+    import sys
+
+    path = _store(tmp_path)
+    _damage(path, 13, "num_agents", 10**9)
+    _damage(path, 17, "num_agents", -5)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from drivesim.cli import main; main()", "scenarios", "info", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"highway: {COUNT - 2} scenarios, agents " in proc.stdout and "1000000000" not in proc.stdout
+    assert "2 rows with an impossible agent count" in proc.stderr
+
+
+def test_stored_ids_are_the_result_ids(tmp_path):
+    """A store whose ids are 1000..: the results carry those ids on both loaders, failed rows
+    included, and ``show --scenario`` finds a row by the id the results give it."""
+    records = [generate("highway", 1000 + i, FamilyConfig(max_agents=30, steps=10)) for i in range(12)]
+    path = tmp_path / "store.parquet"
+    write_store(path, records, row_group_size=16)
+    _damage(path, 4, "agents_x", float("nan"))
+    for name, source in (("fast", None), ("slow", MixedSource([StoreSource(path)]))):
+        run_campaign(small_config(tmp_path / name, sources=(f"store:{path}",)), source=source)
+        rows = results.query(
+            tmp_path / name, "SELECT scenario_id, status FROM results ORDER BY 1"
+        ).to_pylist()
+        assert [r["scenario_id"] for r in rows] == list(range(1000, 1012)), name
+        assert [r["scenario_id"] for r in rows if r["status"] == "failed"] == [1004], name
+    from drivesim.report.replay import locate
+
+    assert locate(tmp_path / "fast", 1007).scenario_id == 1007

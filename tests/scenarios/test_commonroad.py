@@ -154,6 +154,15 @@ def test_nan_coordinate(tmp_path):
     assert "non-finite" in err.reason
 
 
+def test_a_huge_coordinate_is_one_error_without_warnings(tmp_path):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no NumPy overflow warning before the error
+        err = _error(tmp_path, document(obstacle(7, x_text="1e300")))
+    assert err.field.endswith("position/point/x") and "outside the physical range" in err.reason
+
+
 def test_missing_field(tmp_path):
     velocity = "<velocity><intervalStart>9</intervalStart><intervalEnd>11</intervalEnd></velocity>"
     text = document(obstacle(3)).replace(velocity + "</initialState>", "</initialState>", 1)
@@ -170,6 +179,12 @@ def test_too_many_agents(tmp_path):
     many = "".join(f'<dynamicObstacle id="{i}"/>' for i in range(100_000))
     err = _error(tmp_path, document(many))
     assert "too many agents" in err.reason and "100000" in err.reason
+
+
+def test_an_obstacle_id_twice_is_refused(tmp_path):
+    """Two obstacles with one id would be two agents overlapping from step 0."""
+    err = _error(tmp_path, document(obstacle(4) + obstacle(9) + obstacle(4)))
+    assert err.field == "dynamicObstacle[id=4]" and "more than once" in err.reason
 
 
 def test_oversized_file(tmp_path):

@@ -1,0 +1,42 @@
+"""SIGTERM as an interruption: a campaign stopped by a signal keeps what it wrote, closes
+its session record with the signal's name and says what was saved (SIGKILL cannot be
+caught; a resume recovers from it all the same)."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised in the main thread when a signal stops the run. signal_name: e.g. "SIGTERM";
+    ``saved`` is set by the campaign runner (done, total, this_run) once it has stopped."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+@contextlib.contextmanager
+def sigterm_interrupts():
+    """Within the block, SIGTERM raises :class:`Interrupted` in the main thread (as Ctrl-C
+    raises KeyboardInterrupt); the previous handler comes back after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def exit_status(stop: KeyboardInterrupt) -> int:
+    """The shell's status of a process stopped by the signal: 128 + its number."""
+    name = getattr(stop, "signal_name", "SIGINT")
+    return 128 + int(getattr(signal, name, signal.SIGINT))
