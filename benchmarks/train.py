@@ -220,7 +220,7 @@ def main() -> None:
         held_out = args.held_out or 128
     else:
         cfg = TrainConfig(
-            env=EnvConfig(num_agents=16, episode_steps=80, pool_size=512),
+            env=EnvConfig(num_agents=16, episode_steps=80),  # the CLI's pool (2,048 scenarios)
             ppo=PPOConfig(num_envs=256, rollout_steps=32),
             updates=args.updates or 1200,
             chunk=20,

@@ -26,7 +26,7 @@ from drivesim.core.materialize import stores_by_branch
 from drivesim.core.matmul import matmul
 from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
 from drivesim.core.observation import at_ego, ego_observation
-from drivesim.core.policies import EgoInputs, corrected_tan, get_policy
+from drivesim.core.policies import EgoInputs, corrected_accel, corrected_tan, get_policy
 from drivesim.core.road import Drivable, Projection, agent_segments, drivable, point_at, project, route_rows
 from drivesim.core.road_users import kind_limits, kind_metrics
 from drivesim.core.search_choice import of_scenarios as platform_searches
@@ -284,8 +284,9 @@ def advance(
 
     policy: the ego policy parameters for ``config.policy``; ego_action: optional
     (accel [m/s^2], steer [rad]) pair of () arrays that overrides the policy (used by the RL
-    env), steer a correction to the lane keeper (core.policies.corrected_tan), as the MLP
-    policy steers;
+    env), accel a correction to the ego's car follower (core.policies.corrected_accel) and
+    steer a correction to the lane keeper (core.policies.corrected_tan), as the MLP policy
+    drives;
     step_index: optional unbatched () step counter shared by a whole batch (rollouts pass
     it so the re-sort can be a real branch under vmap); zone_on: optional
     core.neighbours.SearchesOn of unbatched () bools, False where no scenario of the batch
@@ -326,7 +327,7 @@ def advance(
         if ego_action is None:
             ego_accel, ego_tan = _ego_controls(state, config, policy, ego_pre)
         else:
-            ego_accel = ego_action[0]
+            ego_accel = corrected_accel(ego_pre.speed, ego_pre.gap, ego_pre.lead_speed, ego_action[0])
             ego_tan = corrected_tan(ego_pre.lane_tan, ego_action[1], config)
         accel = jnp.where(a.is_ego, ego_accel, accel)
         lo_accel, hi_accel, top_speed = kind_limits(a.kind, config)

@@ -57,19 +57,26 @@ class EnvState:
 
 @pytree_dataclass
 class StepOutput:
-    """What one environment step reports; fields () per environment.
+    """What one environment step reports; fields () per environment unless noted.
 
-    reward, done; collided, offroad: the step ended the episode that way;
+    reward; terminated: the episode ended in a collision or off the road (no future);
+    truncated: it reached its last step without either (the future exists, the episode is
+    only cut: the learner bootstraps the value of ``final_obs``); done = terminated |
+    truncated; collided, offroad: the step ended the episode that way;
     final_return, final_progress: return and route progress [m] of the episode that just
-    ended (valid where done).
+    ended (valid where done); final_obs: (obs_size,) the observation after the step, before
+    any reset (the last observation of an episode that ended).
     """
 
     reward: Array
     done: Array
+    terminated: Array
+    truncated: Array
     collided: Array
     offroad: Array
     final_return: Array
     final_progress: Array
+    final_obs: Array
 
 
 def scenario_ids(cfg: EnvConfig) -> np.ndarray:
@@ -108,12 +115,6 @@ def _generate(family: str, config: FamilyConfig, size: int):
 def observe(state: SimState, cfg: EnvConfig) -> Array:
     """Ego observation (obs_size,) of one SimState, as the engine's MLP policy computes it."""
     return observation_of(state, cfg.sim)
-
-
-def time_fraction(env: EnvState) -> Array:
-    """Elapsed fraction of the episode () (critic input: how much of the episode is left)."""
-    length = jnp.maximum(env.scenario.episode_length, 1).astype(jnp.float32)
-    return env.sim.t.astype(jnp.float32) / length
 
 
 def build_pool(cfg: EnvConfig, ids=None) -> ScenarioPool:
@@ -194,17 +195,21 @@ def physics_step(env: EnvState, unit_action: Array, cfg: EnvConfig, step_index: 
     offset = at_ego(sim.agents.is_ego, sim.proj.d)  # lateral offset from the ego's lane centre [m]
     reward = reward_of(info, info.ego_progress - env.progress, cfg, offset)
     ended = sim.t >= jnp.minimum(env.scenario.episode_length, sim_cfg.num_steps)
-    done = info.ego_collided | info.offroad | ended
+    terminated = info.ego_collided | info.offroad
     ep_return = env.ep_return + reward
+    obs = observe(sim, cfg)
     out = StepOutput(
         reward=reward,
-        done=done,
+        done=terminated | ended,
+        terminated=terminated,
+        truncated=ended & ~terminated,
         collided=info.ego_collided,
         offroad=info.offroad,
         final_return=ep_return,
         final_progress=info.ego_progress,
+        final_obs=obs,
     )
-    return sim, observe(sim, cfg), out
+    return sim, obs, out
 
 
 def env_step(

@@ -4,9 +4,11 @@ The actor's mean network is exactly an engine :class:`~drivesim.core.types.MLPPa
 (tanh hidden layers, tanh output, evaluated by :func:`drivesim.core.behavior.mlp_forward`),
 so the deterministic trained policy is what ``drivesim run --policy mlp:FILE`` evaluates.
 Exploration is a diagonal Gaussian around that mean in the actor's unit action space
-(the environment clips to the control limits). The critic is a separate MLP that also sees
-the elapsed fraction of the episode. Both run their products at full float32 precision on
-every platform (drivesim.core.matmul), so a GPU trains on the values a CPU computes.
+(the environment clips to the control limits). The critic is a separate MLP of the same
+observation and nothing else: the value of driving on, not of the time left, since an
+episode's time limit is a cut, not an end of the road (the learner bootstraps there). Both
+run their products at full float32 precision on every platform (drivesim.core.matmul), so a
+GPU trains on the values a CPU computes.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from drivesim.core.types import Array, MLPParams, pytree_dataclass
 
 @pytree_dataclass
 class ActorCritic:
-    """actor: MLPParams obs -> (2,) unit action mean; critic: MLPParams (obs + 1) -> (1,)
-    value; log_std: (2,) log standard deviation of the exploration Gaussian."""
+    """actor: MLPParams obs -> (2,) unit action mean; critic: MLPParams obs -> (1,) value;
+    log_std: (2,) log standard deviation of the exploration Gaussian."""
 
     actor: MLPParams
     critic: MLPParams
@@ -48,7 +50,7 @@ def init_actor_critic(
     k_actor, k_critic = jax.random.split(key)
     return ActorCritic(
         actor=init_mlp_params(k_actor, (obs_size, *hidden, 2), actor_last_scale),
-        critic=init_mlp_params(k_critic, (obs_size + 1, *hidden, 1), 1.0),
+        critic=init_mlp_params(k_critic, (obs_size, *hidden, 1), 1.0),
         log_std=jnp.asarray(init_log_std, jnp.float32),
     )
 
@@ -58,10 +60,9 @@ def actor_mean(params: ActorCritic, obs: Array) -> Array:
     return mlp_forward(params.actor, obs)
 
 
-def critic_value(params: ActorCritic, obs: Array, time_frac: Array) -> Array:
-    """State value (...) from observations (..., obs_size) and elapsed fraction (...)."""
-    h = jnp.concatenate([obs, time_frac[..., None]], axis=-1)
-    return mlp_linear_out(params.critic, h)[..., 0]
+def critic_value(params: ActorCritic, obs: Array) -> Array:
+    """State value (...) of observations (..., obs_size)."""
+    return mlp_linear_out(params.critic, obs)[..., 0]
 
 
 def log_prob(params: ActorCritic, mean: Array, action: Array) -> Array:

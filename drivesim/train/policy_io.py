@@ -18,7 +18,9 @@ from drivesim.core.observation import observation_size
 from drivesim.core.types import MLPParams, SimConfig
 
 FORMAT = "drivesim-mlp-policy"
-VERSION = 1
+# 2: the network's acceleration is a correction to the ego's car follower (version 1 files
+# held an absolute acceleration; they would drive differently, so they are refused)
+VERSION = 2
 
 
 class PolicyFileError(ValueError):
@@ -61,16 +63,14 @@ def load_policy(path, obs_size: int | None = None) -> MLPParams:
     """
     with _open(path) as data:
         meta = _meta(path, data)
-        layers = len(meta.get("sizes", [])) - 1
-        if layers < 1:
+        sizes = meta.get("sizes")
+        if not isinstance(sizes, list) or len(sizes) < 2:
             raise PolicyFileError(f"{path}: field 'meta.sizes' must list at least 2 layer sizes")
         weights: list[np.ndarray] = []
         biases: list[np.ndarray] = []
-        for i in range(layers):
+        for i in range(len(sizes) - 1):
             for name, out in ((f"w{i}", weights), (f"b{i}", biases)):
-                if name not in data.files:
-                    raise PolicyFileError(f"{path}: missing array {name!r}")
-                out.append(np.asarray(data[name], np.float32))
+                out.append(_array(path, data, name))
     _check_layers(path, weights, biases, obs_size)
     return MLPParams(weights=tuple(weights), biases=tuple(biases))
 
@@ -91,15 +91,36 @@ def _open(path):
         raise PolicyFileError(f"{path}: not a readable .npz policy file ({exc})") from exc
 
 
+def _array(path, data, name: str) -> np.ndarray:
+    """Array ``name`` of the file as float32; PolicyFileError naming it when it is missing or
+    not numbers (object arrays are refused without being unpickled)."""
+    if name not in data.files:
+        raise PolicyFileError(f"{path}: missing array {name!r}")
+    try:
+        raw = data[name]
+        if raw.dtype.kind not in "fiu":
+            raise ValueError(f"dtype {raw.dtype}, not numbers")
+        return np.asarray(raw, np.float32)
+    except ValueError as exc:
+        raise PolicyFileError(f"{path}: array {name!r} is not a numeric array ({exc})") from None
+
+
 def _meta(path, data) -> dict:
     if "meta" not in data.files:
         raise PolicyFileError(f"{path}: missing the 'meta' entry")
     try:
         meta = json.loads(str(data["meta"]))
-    except json.JSONDecodeError as exc:
-        raise PolicyFileError(f"{path}: field 'meta' is not JSON ({exc})") from exc
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise PolicyFileError(f"{path}: field 'meta' is not JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise PolicyFileError(f"{path}: field 'meta' is a JSON {type(meta).__name__}, expected an object")
     if meta.get("format") != FORMAT:
         raise PolicyFileError(f"{path}: field 'meta.format' is {meta.get('format')!r}, expected {FORMAT!r}")
+    if meta.get("version") != VERSION:
+        raise PolicyFileError(
+            f"{path}: field 'meta.version' is {meta.get('version')!r}, expected {VERSION} (version 1 "
+            "policies set the acceleration itself; version 2 corrects the car follower's: retrain it)"
+        )
     return meta
 
 

@@ -29,7 +29,7 @@ from drivesim.core.types import Array, pytree_dataclass
 from drivesim.parallel.programs import ProgramCache
 from drivesim.train import networks
 from drivesim.train.config import TrainConfig
-from drivesim.train.env import EnvState, ScenarioPool, env_reset, env_step, time_fraction
+from drivesim.train.env import EnvState, ScenarioPool, env_reset, env_step
 
 AXIS = "data"
 
@@ -53,15 +53,19 @@ class TrainState:
 
 @pytree_dataclass
 class Transition:
-    """One rollout step of the local environments; fields (B,) or (B, ...)."""
+    """One rollout step of the local environments; fields (B,) or (B, ...).
+
+    done: the episode ended at this step (terminated or truncated); bootstrap: the value of
+    the episode's last observation where it was truncated by its time limit, else 0 (where
+    it ended in a collision or off the road, nothing follows)."""
 
     obs: Array
-    time_frac: Array
     action: Array
     log_prob: Array
     value: Array
     reward: Array
     done: Array
+    bootstrap: Array
 
 
 @pytree_dataclass
@@ -128,19 +132,19 @@ def collect(
     def step(carry, xs):
         step_key, step_index = xs
         env, obs = carry
-        time_frac = time_fraction(env)
         mean = networks.actor_mean(params, obs)
         action = mean + std * env_noise(step_key, env.env_id)
-        value = networks.critic_value(params, obs, time_frac)
+        value = networks.critic_value(params, obs)
         new_env, new_obs, out = env_step(pool, env, action, cfg.env, cfg.ppo.num_envs, step_index)
+        final_value = networks.critic_value(params, out.final_obs)
         tr = Transition(
             obs=obs,
-            time_frac=time_frac,
             action=action,
             log_prob=networks.log_prob(params, mean, action),
             value=value,
             reward=out.reward,
             done=out.done,
+            bootstrap=jnp.where(out.truncated, final_value, 0.0),
         )
         return (new_env, new_obs), (tr, out)
 
@@ -151,12 +155,16 @@ def collect(
 
 
 def gae(traj: Transition, last_value: Array, gamma: float, lam: float) -> tuple[Array, Array]:
-    """Generalised advantage estimation over (T, B); returns (advantages, returns)."""
+    """Generalised advantage estimation over (T, B); returns (advantages, returns).
+
+    An episode cut by its time limit is bootstrapped with the value of its last observation
+    (partial-episode bootstrapping, Pardo et al. 2018), so a crash just past the limit costs
+    what it costs anywhere else; a collision or leaving the road ends the return."""
 
     def back(carry, tr):
         adv, next_value = carry
         live = 1.0 - tr.done.astype(jnp.float32)
-        delta = tr.reward + gamma * next_value * live - tr.value
+        delta = tr.reward + gamma * (next_value * live + tr.bootstrap) - tr.value
         adv = delta + gamma * lam * live * adv
         return (adv, tr.value), adv
 
@@ -174,7 +182,7 @@ def ppo_loss(params, batch, cfg: TrainConfig):
     log_ratio = new_log_prob - tr.log_prob
     ratio = jnp.exp(log_ratio)
     policy_loss = -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - p.clip_eps, 1 + p.clip_eps) * adv))
-    value = networks.critic_value(params, tr.obs, tr.time_frac)
+    value = networks.critic_value(params, tr.obs)
     clipped = tr.value + jnp.clip(value - tr.value, -p.clip_eps, p.clip_eps)
     value_loss = 0.5 * jnp.mean(jnp.maximum(jnp.square(value - ret), jnp.square(clipped - ret)))
     ent = networks.entropy(params)
@@ -247,7 +255,7 @@ def one_update(state: TrainState, pool: ScenarioPool, cfg: TrainConfig, optimize
     key, k_roll, k_learn = jax.random.split(state.key, 3)
     first_step = state.update * cfg.ppo.rollout_steps
     env, obs, traj, outs = collect(state.params, state.env, state.obs, k_roll, pool, cfg, first_step)
-    last_value = networks.critic_value(state.params, obs, time_fraction(env))
+    last_value = networks.critic_value(state.params, obs)
     advantages, returns = gae(traj, last_value, cfg.ppo.gamma, cfg.ppo.gae_lambda)
     params, opt_state, losses = learn(
         state.params, state.opt_state, k_learn, (traj, advantages, returns), env.env_id, cfg, optimizer

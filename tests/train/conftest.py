@@ -21,4 +21,4 @@ def trained_run(tmp_path_factory, one_device):
     from drivesim.train.loop import train
 
     out = tmp_path_factory.mktemp("trained")
-    return train(tiny_config(LEARN_UPDATES), out, devices=one_device)
+    return train(tiny_config(LEARN_UPDATES, anneal_updates=LEARN_UPDATES), out, devices=one_device)

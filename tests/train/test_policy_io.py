@@ -50,6 +50,40 @@ def test_bad_shapes_are_rejected(tmp_path):
         load_policy(path)
 
 
+def _rewritten(tmp_path, **changes):
+    """A saved policy file with entries replaced (a hostile or foreign file)."""
+    import json
+
+    path = save_policy(tmp_path / "p.npz", _params())
+    data = dict(np.load(path))
+    meta = json.loads(str(data["meta"]))
+    for key, value in changes.items():
+        if key.startswith("meta_"):
+            meta[key[5:]] = value
+        else:
+            data[key] = value
+    data["meta"] = np.asarray(changes.get("meta", json.dumps(meta)))
+    np.savez(path, **data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"meta": "[1, 2]"}, "field 'meta' is a JSON list"),
+        ({"w0": np.array([object()] * 3, dtype=object)}, "array 'w0' is not a numeric array"),
+        ({"w1": np.array([["a", "b"]] * 16)}, "array 'w1' is not a numeric array"),
+        ({"meta_sizes": 5}, "field 'meta.sizes'"),
+        ({"meta_version": 1}, "field 'meta.version' is 1, expected 2"),
+    ],
+)
+def test_hostile_policy_files_are_one_error_naming_the_field(tmp_path, changes, message):
+    path = _rewritten(tmp_path, **changes)
+    with pytest.raises(PolicyFileError, match=message) as err:
+        load_policy(path)
+    assert str(path) in str(err.value)
+
+
 def test_training_record_of_a_policy_file_for_the_dashboard(tmp_path):
     from drivesim.pipeline import policy_provenance
     from drivesim.train.config import config_to_dict, tiny_config

@@ -14,20 +14,39 @@ from drivesim.train.env import build_pool
 from drivesim.train.ppo import Trainer, Transition, gae, make_mesh
 
 
+def _transitions(value, reward, done, bootstrap):
+    return Transition(
+        obs=None, action=None, log_prob=None, value=value, reward=reward, done=done, bootstrap=bootstrap
+    )
+
+
 def test_gae_matches_hand_computation():
     reward = jnp.asarray([[1.0], [2.0], [3.0]])
     value = jnp.asarray([[0.5], [1.0], [1.5]])
     done = jnp.asarray([[False], [True], [False]])
-    tr = Transition(
-        obs=None, time_frac=None, action=None, log_prob=None, value=value, reward=reward, done=done
-    )
+    tr = _transitions(value, reward, done, jnp.zeros((3, 1)))
     g, lam = 0.9, 0.8
     adv, ret = gae(tr, jnp.asarray([2.0]), g, lam)
     a2 = 3.0 + g * 2.0 - 1.5
-    a1 = 2.0 - 1.0  # episode ends: no bootstrap
+    a1 = 2.0 - 1.0  # episode terminates: no bootstrap
     a0 = (1.0 + g * 1.0 - 0.5) + g * lam * a1
     np.testing.assert_allclose(adv[:, 0], [a0, a1, a2], rtol=1e-6)
     np.testing.assert_allclose(ret, adv + value, rtol=1e-6)
+
+
+def test_gae_bootstraps_an_episode_cut_by_its_time_limit():
+    """A truncated step's target is r + gamma * V(its last observation); the advantage does
+    not flow across the reset into the next episode."""
+    reward = jnp.asarray([[1.0], [2.0], [3.0]])
+    value = jnp.asarray([[0.5], [1.0], [1.5]])
+    done = jnp.asarray([[False], [True], [False]])
+    bootstrap = jnp.asarray([[0.0], [4.0], [0.0]])  # V of step 1's final observation
+    g, lam = 0.9, 0.8
+    adv, _ = gae(_transitions(value, reward, done, bootstrap), jnp.asarray([2.0]), g, lam)
+    a2 = 3.0 + g * 2.0 - 1.5
+    a1 = 2.0 + g * 4.0 - 1.0
+    a0 = (1.0 + g * 1.0 - 0.5) + g * lam * a1
+    np.testing.assert_allclose(adv[:, 0], [a0, a1, a2], rtol=1e-6)
 
 
 def test_one_and_eight_devices_learn_the_same():

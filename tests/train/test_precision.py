@@ -14,10 +14,9 @@ from drivesim.train import networks
 def test_actor_and_critic_products_are_full_float32():
     params = networks.init_actor_critic(jax.random.PRNGKey(0), 6, (8, 8), -0.5, 0.01)
     obs = jnp.ones((5, 6), jnp.float32)
-    frac = jnp.full((5,), 0.5, jnp.float32)
 
     def loss(p):
-        return jnp.sum(networks.actor_mean(p, obs)) + jnp.sum(networks.critic_value(p, obs, frac))
+        return jnp.sum(networks.actor_mean(p, obs)) + jnp.sum(networks.critic_value(p, obs))
 
     found = product_precisions(jax.jit(jax.value_and_grad(loss)).lower(params).as_text())
     assert len(found) >= 12, found  # 3 layers x 2 networks, forward and backward
