@@ -40,7 +40,7 @@ from drivesim.pipeline.devices import DeviceRunner, block
 from drivesim.pipeline.generated import make_planner
 from drivesim.pipeline.ledger import Ledger
 from drivesim.pipeline.lock import CampaignLock, remove_dead_temporaries
-from drivesim.pipeline.plan import HostWork, plan_settings
+from drivesim.pipeline.plan import HostWork, describe_source, plan_settings
 from drivesim.pipeline.prefetch import Prefetcher, chain
 from drivesim.pipeline.timing import BatchEvent, PhaseTimes, Stopwatch
 from drivesim.pipeline.validation import validate_config
@@ -359,7 +359,7 @@ class _Runner:
             backend=self.config.backend,
             device_count=str(self.device.num_devices),
             batch_size=str(self.batch_size),  # this run's (a resume may use another)
-            workload=_describe(self.source),
+            workload=describe_source(self.source),
             policy_training=json.dumps(policy_provenance.training_records(self.config.policy)),
             **first,  # the campaign's first start; every session is in sessions.jsonl
         )
@@ -385,11 +385,6 @@ def _close(stage, writer, stalled: BaseException | None) -> None:
     except Exception:  # noqa: BLE001 - a stuck thread is what the stall error reports
         pass
     raise stalled
-
-
-def _describe(source) -> str:
-    describe = getattr(source, "describe", None)
-    return describe() if callable(describe) else getattr(source, "name", type(source).__name__)
 
 
 class _Writer:

@@ -351,7 +351,7 @@ class _Driver:
         )
 
     def _write_meta(self, ledger: Ledger) -> None:
-        from drivesim.pipeline.campaign import _describe
+        from drivesim.pipeline.plan import describe_source
 
         kinds = [f"ray worker {name}" for name in self.workers]
         self.session = sessions.record_start(self.directory, self.config.backend, kinds, 0)
@@ -362,7 +362,7 @@ class _Driver:
             backend=self.config.backend,
             device_count=str(self.device_count),
             batch_size=str(self.batch_size),
-            workload=_describe(self.source),
+            workload=describe_source(self.source),
             cluster=self.config.cluster or "",
             policy_training=json.dumps(policy_provenance.training_records(self.config.policy)),
             **first,

@@ -17,7 +17,7 @@ import numpy as np
 
 from drivesim.core.validate import ScenarioError
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
-from drivesim.pipeline.plan import HostWork, Planner, PlanSettings, _load, _ok
+from drivesim.pipeline.plan import HostWork, Planner, PlanSettings
 from drivesim.pipeline.timing import Stopwatch
 from drivesim.scenarios.sources import StoreSource
 from drivesim.scenarios.store_columns import decode_batch, read_span
@@ -88,6 +88,16 @@ class ColumnarPlanner(Planner):
             spent = 0.0
             yield work.batch_id, work
 
+    def work(self, batch: PlannedBatch) -> HostWork:
+        """HostWork of a planned batch from one read of its rows (a cluster worker's batch)."""
+        if not batch.positions:
+            return super().work(batch)
+        with Stopwatch() as sw:
+            lo, hi = min(batch.positions), max(batch.positions) + 1
+            work = self._columns(read_span(self.source.store, lo, hi), lo, batch)
+        work.load_s = sw.seconds
+        return work
+
     def _columns(self, table, start: int, batch: PlannedBatch) -> HostWork:
         """HostWork of one batch from the window table; record by record if that fails."""
         positions = np.asarray(batch.positions, np.int64)
@@ -99,6 +109,4 @@ class ColumnarPlanner(Planner):
                 return HostWork(batch.batch_id, batch.size_class, scenario, infos, [])
             except ScenarioError:
                 pass  # the record path names each bad scenario
-        loaded = [_load(self.source, int(p), self.validated) for p in positions]
-        pairs = [(int(p), item[0] if _ok(item) else item) for p, item in zip(positions, loaded, strict=True)]
-        return self._build(batch, pairs)
+        return super().work(batch)  # the record path names each bad scenario

@@ -111,6 +111,17 @@ def _scenario_id_at(source, position: int) -> int:
         return position
 
 
+def describe_source(source) -> str:
+    """One line describing a source for the ledger's meta (its ``describe()``, else its name)."""
+    describe = getattr(source, "describe", None)
+    return describe() if callable(describe) else getattr(source, "name", type(source).__name__)
+
+
+def _pairs(positions, loaded: list) -> list:
+    """(position, record) for each loaded scenario, (position, (info, reason)) for a failed one."""
+    return [(p, item[0] if _ok(item) else item) for p, item in zip(positions, loaded, strict=True)]
+
+
 def _ok(item) -> bool:
     return isinstance(item[0], ScenarioRecord)
 
@@ -274,9 +285,8 @@ class Planner:
     def _rebuild(self, run: LoadRun, loaded: list, spent: float) -> tuple[int, HostWork]:
         """(batch id, HostWork) of an open batch of a planned window, rebuilt from its positions."""
         assert run.batch is not None  # a resumed run carries its planned batch
-        pairs = [(p, item[0] if _ok(item) else item) for p, item in zip(run.positions, loaded, strict=True)]
         with Stopwatch() as sw:
-            work = self._build(run.batch, pairs)
+            work = self._build(run.batch, _pairs(run.positions, loaded))
         work.load_s = spent + sw.seconds
         return work.batch_id, work
 
@@ -314,6 +324,15 @@ class Planner:
         ledger.record_batch(plan.window_id, batch)
         with Stopwatch() as sw:
             work = self._build(batch, bucket, key)
+        work.load_s = sw.seconds
+        return work
+
+    def work(self, batch: PlannedBatch) -> HostWork:
+        """HostWork of a planned batch, built from its positions as this loader builds it
+        (a cluster worker's whole life cycle of a batch: load, validate, stack)."""
+        with Stopwatch() as sw:
+            loaded = [_load(self.source, p, self.validated) for p in batch.positions]
+            work = self._build(batch, _pairs(batch.positions, loaded))
         work.load_s = sw.seconds
         return work
 

@@ -21,7 +21,7 @@ import numpy as np
 from drivesim.pipeline import results as res
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.ledger import PlannedBatch
-from drivesim.pipeline.plan import HostWork, Planner, _load, _ok, plan_settings
+from drivesim.pipeline.plan import HostWork, plan_settings
 from drivesim.pipeline.timing import Stopwatch
 
 # What crosses the wire for one batch: (batch_id, positions, size_class)
@@ -55,24 +55,6 @@ def prepare_jax() -> None:
     cpu_devices.enable()
     determinism.configure()
     compile_cache.enable()
-
-
-def build_work(planner: Planner, batch: PlannedBatch) -> HostWork:
-    """The HostWork of a planned batch, built from its positions as the embedded loader
-    builds it (id batch for synthetic sources, whole columns for a store, records else)."""
-    from drivesim.pipeline.columnar import ColumnarPlanner
-    from drivesim.pipeline.generated import GeneratedPlanner
-
-    if isinstance(planner, GeneratedPlanner):
-        return planner.work(batch)
-    if isinstance(planner, ColumnarPlanner) and batch.positions:
-        from drivesim.scenarios.store_columns import read_span
-
-        lo, hi = min(batch.positions), max(batch.positions) + 1
-        return planner._columns(read_span(planner.source.store, lo, hi), lo, batch)
-    loaded = [_load(planner.source, p, planner.validated) for p in batch.positions]
-    pairs = [(p, item[0] if _ok(item) else item) for p, item in zip(batch.positions, loaded, strict=True)]
-    return planner._build(batch, pairs)
 
 
 class CampaignWorker:
@@ -141,7 +123,7 @@ class CampaignWorker:
         if size != self.planner.settings.batch_size:
             self.planner.settings = self._settings(size)
         with Stopwatch() as load:
-            work = build_work(self.planner, batch)
+            work = self.planner.work(batch)
         phases = dict(load_s=load.seconds, wall_start=wall_start)
         metrics = self._simulate(work, phases, block) if work.scenario is not None else None
         with Stopwatch() as write:
