@@ -268,11 +268,22 @@ def connect(directory, connection=None):
     shards = named_shards(directory)
     if shards:
         files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in shards)
-        con.execute(f"CREATE OR REPLACE VIEW results AS SELECT * FROM read_parquet([{files}])")
+        rows = f"read_parquet([{files}])"
     else:
         con.register("_empty_results", SCHEMA.empty_table())
-        con.execute("CREATE OR REPLACE VIEW results AS SELECT * FROM _empty_results")
+        rows = "_empty_results"
+    con.execute(f"CREATE OR REPLACE VIEW results AS SELECT *, {PARAMS_SQL} AS params FROM {rows}")
     return con
+
+
+# The view's ``params``: a scenario's named parameters as MAP(VARCHAR, DOUBLE), read from a
+# catalogue point's name ``FAMILY?NAME=VALUE,...`` (NULL for other scenarios), so
+# ``params['gap']`` is a DOUBLE to group by; computed only where a query reads it.
+PARAMS_SQL = (
+    "CASE WHEN contains(name, '?') THEN map_from_entries(list_transform("
+    "string_split(split_part(name, '?', 2), ','), lambda kv: struct_pack(k := split_part(kv, '=', 1), "
+    "v := TRY_CAST(split_part(kv, '=', 2) AS DOUBLE)))) END"
+)
 
 
 def results_relation(directory, connection=None):

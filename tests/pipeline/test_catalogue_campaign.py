@@ -36,6 +36,16 @@ def test_catalogue_grid_campaign_groups_by_parameters(tmp_path):
     # the harder brake collides at a larger gap (its boundary is further out)
     safe = {d: min(r["gap"] for r in rows if r["decel"] == d and not r["hit"]) for d in (3.0, 9.0)}
     assert safe[9.0] > safe[3.0]
+    # the view's typed params map gives the same values as the names
+    typed = query(
+        tmp_path / "c",
+        "SELECT params['decel'] AS decel, params['gap'] AS gap, typeof(params['gap']) AS t, "
+        "bool_or(ego_collided) AS hit FROM results GROUP BY ALL ORDER BY decel, gap",
+    ).to_pylist()
+    assert [(r["decel"], r["gap"], r["hit"]) for r in typed] == [
+        (r["decel"], r["gap"], r["hit"]) for r in rows
+    ]
+    assert {r["t"] for r in typed} == {"DOUBLE"}
     again = run_campaign(config)  # same spec: resumes, nothing left to do
     assert again.done == 10 and again.skipped == 10
 
