@@ -327,7 +327,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             from drivesim.report.strict_json import dumps
 
-            for row in table.to_pylist():
+            for row in results.plain_rows(table):
                 typer.echo(dumps(row))
             return
         _print_table(table)
@@ -378,10 +378,12 @@ def _print_table(table) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from drivesim.pipeline.results import plain_rows
+
     view = Table()
     for name in table.column_names:
         view.add_column(name)
-    for row in table.to_pylist():
+    for row in plain_rows(table):
         view.add_row(*[_cell(v) for v in row.values()])
     Console().print(view)
 

@@ -286,6 +286,23 @@ PARAMS_SQL = (
 )
 
 
+def plain_rows(table: pa.Table) -> list[dict]:
+    """Rows of ``table`` as dicts, a MAP column's value as a dict (``params``: {name: value})."""
+    rows = table.to_pylist()
+    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
+    for row in rows:
+        for name in maps:
+            if row[name] is not None:
+                row[name] = dict(row[name])
+    return rows
+
+
+def without_maps(table: pa.Table) -> pa.Table:
+    """``table`` without its MAP columns (CSV cannot hold them; ``name`` holds ``params``)."""
+    keep = [f.name for f in table.schema if not pa.types.is_map(f.type)]
+    return table.select(keep)
+
+
 def results_relation(directory, connection=None):
     """The ``results`` view as a DuckDB relation (keep the connection alive while using it)."""
     return connect(directory, connection).sql("SELECT * FROM results")

@@ -197,9 +197,18 @@ def named_shards(directory) -> list[pathlib.Path]:
     falls back to every ``results/part-*.parquet``.
     """
     directory = pathlib.Path(directory)
+    paths, problems = sound_shards(directory)
+    if problems:
+        _warn_once(directory, problems)
+    return paths
+
+
+def sound_shards(directory: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:
+    """(the sound shards, one line per done batch left out) of :func:`named_shards`."""
     if not (directory / LEDGER_NAME).is_file():
         results = directory / RESULTS_DIR
-        return sorted(p for p in results.glob("part-*.parquet") if p.is_file()) if results.is_dir() else []
+        found = sorted(p for p in results.glob("part-*.parquet") if p.is_file()) if results.is_dir() else []
+        return found, []
     con = _connect(directory, readonly=True)
     try:
         done = _done_rows(con, stat=True)
@@ -212,9 +221,7 @@ def named_shards(directory) -> list[pathlib.Path]:
             paths.append(directory / RESULTS_DIR / pathlib.PurePath(shard).name)
         else:
             problems.append(f"batch {batch_id} ({shard}): {why}")
-    if problems:
-        _warn_once(directory, problems)
-    return paths
+    return paths, problems
 
 
 _CHECKED: dict[tuple, str | None] = {}  # (path, size, mtime_ns, digest) -> _check_one's finding

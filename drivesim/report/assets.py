@@ -40,7 +40,8 @@ nav { margin: 0.6em 0; font-size: 0.95em; } nav a { color: #2456a6; text-decorat
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
 table.header th { text-align: left; padding: 0.1em 1.2em 0.1em 0; color: #59627a; font-weight: 600; }
 table.data th, table.data td { border: 1px solid #dde2ea; padding: 0.25em 0.6em; text-align: left;
-       vertical-align: top; max-width: 40em; overflow-wrap: anywhere; }
+       vertical-align: top; max-width: 40em; overflow-wrap: break-word; hyphens: none; }
+table.data td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 table.data thead th { background: #f3f5f9; }
 caption { text-align: left; font-weight: 600; padding: 0.3em 0; }
 .plot { width: 100%; min-height: 320px; }

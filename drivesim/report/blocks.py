@@ -50,12 +50,22 @@ def verdict(text: str) -> Html:
     return Html(f'<p class="verdict">{esc(text)}</p>')
 
 
+NON_BREAKING_HYPHEN = "\u2011"  # headers wrap between words, never at "off-road"'s hyphen
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], caption: str = "") -> Html:
-    """An HTML table with every header and cell escaped; floats shown with 4 significant digits."""
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{esc(fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
+    """An HTML table with every header and cell escaped; floats shown with 4 significant
+    digits; numbers right-aligned on one line, header words never broken."""
+    head = "".join(f"<th>{esc(h).replace('-', NON_BREAKING_HYPHEN)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
     return Html(f'<table class="data">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+
+
+def _cell(value: object) -> str:
+    """A table cell: numbers right-aligned and never wrapped (class ``num``), text escaped."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return f'<td class="num">{esc(fmt(value))}</td>' if number else f"<td>{esc(fmt(value))}</td>"
 
 
 def fmt(value: object) -> str:

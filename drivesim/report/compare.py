@@ -31,12 +31,13 @@ ALPHA = 0.05
 
 @dataclass(frozen=True)
 class Arm:
-    """One arm: a label, its source directory and policy, and {scenario_id: row values}."""
+    """One arm: a label, its source directory, policy and policy id, and {scenario_id: row values}."""
 
     label: str
     directory: str
     policy: str
     values: dict
+    policy_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -142,9 +143,10 @@ def paired_mean(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, floa
     return mean, low, high, float(stats.ttest_rel(b, a).pvalue)
 
 
-def load_arms(directories: Sequence[str | Path]) -> list[Arm]:
-    """The arms of campaign directories: every policy of each (a sweep gives several).
-    The same directory twice is a ConfigError (a campaign against itself compares nothing)."""
+def load_arms(directories: Sequence[str | Path], extra: Sequence[str] = ()) -> list[Arm]:
+    """The arms of campaign directories: every policy of each (a sweep gives several), with
+    the compared columns and ``extra`` ones. The same directory twice is a ConfigError (a
+    campaign against itself compares nothing)."""
     from drivesim.pipeline import results
     from drivesim.pipeline.validation import ConfigError
 
@@ -157,7 +159,8 @@ def load_arms(directories: Sequence[str | Path]) -> list[Arm]:
             )
         seen[key] = str(directory)
     arms = []
-    cols = ", ".join(["scenario_id", "policy_id", "policy"] + [k for k, _ in RATES + MEANS])
+    keys = dict.fromkeys([k for k, _ in RATES + MEANS] + list(extra))  # extra: more result columns
+    cols = ", ".join(["scenario_id", "policy_id", "policy", *keys])
     for directory in directories:
         table = results.query(directory, f"SELECT {cols} FROM results WHERE status = 'ok' ORDER BY policy_id")
         rows = table.to_pylist()
@@ -167,14 +170,16 @@ def load_arms(directories: Sequence[str | Path]) -> list[Arm]:
             label = str(directory) if len(directories) > 1 and len(policies) == 1 else name
             if len(directories) > 1 and len(policies) > 1:
                 label = f"{directory}:{name}"
-            arms.append(Arm(label, str(directory), str(name), {int(r["scenario_id"]): r for r in mine}))
+            values = {int(r["scenario_id"]): r for r in mine}
+            arms.append(Arm(label, str(directory), str(name), values, int(pid)))
     return arms
 
 
-def _column(arm: Arm, ids: list[int], key: str) -> np.ndarray:
-    """Values of ``key`` over ``ids``; a rate absent from a row counts as False."""
+def _column(arm: Arm, ids: list[int], key: str, rate: bool | None = None) -> np.ndarray:
+    """Values of ``key`` over ``ids``; a rate (``rate``, default: ``key`` is one of RATES)
+    absent from a row counts as False."""
     raw = [arm.values[i].get(key) for i in ids]
-    if key in dict(RATES):
+    if key in dict(RATES) if rate is None else rate:
         return np.array([bool(v) for v in raw])
     out = np.array([math.nan if v is None else float(v) for v in raw], float)
     if key == "min_ttc_s":
@@ -216,6 +221,25 @@ def compare_arms(arms: list[Arm], max_flips: int = 50) -> Comparison:
             "new_collisions": ids[a1 & ~a0][:max_flips].tolist(),
             "avoided_collisions": ids[a0 & ~a1][:max_flips].tolist(),
         }
+    return out
+
+
+def paired_p_values(arms: list[Arm], key: str, rate: bool, reference: int) -> list[float]:
+    """Per arm, the p-value of its paired difference from ``arms[reference]`` on ``key`` over
+    the scenarios every arm shares: McNemar's exact test for a rate, the paired t-test for a
+    mean (the tests of :func:`compare_arms`); 1.0 for the reference itself."""
+    shared = sorted(set.intersection(*(set(a.values) for a in arms)))
+    columns = [_column(a, shared, key, rate) for a in arms]
+    base = columns[reference]
+    out = []
+    for k, col in enumerate(columns):
+        if k == reference:
+            out.append(1.0)
+        elif rate:
+            out.append(paired_rate(base, col)[3])
+        else:
+            ok = np.isfinite(base) & np.isfinite(col)
+            out.append(paired_mean(base[ok], col[ok])[3])
     return out
 
 

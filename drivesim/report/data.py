@@ -67,7 +67,7 @@ def load_campaign(root: str | Path) -> CampaignData:
     data.bench = _load_jsonl_dir(root / "bench", data.warnings)
     data.scale = _load_jsonl_dir(root / "scale", data.warnings)
     data.busy = _load_busy(root / "profile" / "busy.json", data.warnings)
-    shards = result_shards(root)
+    shards = result_shards(root, data.warnings)
     if shards:
         try:
             data.outcomes = load_outcomes(shards)
@@ -90,13 +90,16 @@ def _loader_threads(path: Path, warnings: list[str]) -> int:
         return 1
 
 
-def result_shards(root: Path) -> list[Path]:
-    """The finished result shards the ledger names (stray files in ``results/`` excluded;
-    see drivesim.pipeline.verify.named_shards)."""
-    from drivesim.pipeline.verify import named_shards
+def result_shards(root: Path, warnings: list[str] | None = None) -> list[Path]:
+    """The sound result shards the ledger names (stray files in ``results/`` excluded; see
+    drivesim.pipeline.verify.named_shards); each batch left out is a line in ``warnings``."""
+    from drivesim.pipeline.verify import sound_shards
 
     try:
-        return named_shards(root)
+        paths, problems = sound_shards(Path(root))
+        if warnings is not None:
+            warnings += [f"left out (drivesim run --resume {root} redoes it): {p}" for p in problems]
+        return paths
     except Exception:  # noqa: BLE001 - an unreadable ledger: the report warns about it elsewhere
         folder = Path(root) / "results"
         return sorted(p for p in folder.glob("part-*.parquet") if p.is_file()) if folder.is_dir() else []

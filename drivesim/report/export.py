@@ -1,5 +1,7 @@
 """Export a campaign's ``results`` view as CSV, Parquet or JSON lines (strict JSON: NaN and
-Inf become null; CSV leaves them as ``nan`` / ``inf`` as DuckDB and pandas read them)."""
+Inf become null; CSV leaves them as ``nan`` / ``inf`` as DuckDB and pandas read them). The
+view's ``params`` map is an object in JSON lines and a map in Parquet; CSV leaves it out
+(``name`` holds the same values)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ def export_results(directory, fmt: str, out) -> int:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    from drivesim.pipeline.results import results_table
+    from drivesim.pipeline.results import plain_rows, results_table, without_maps
 
     table = results_table(directory)
     if fmt == "parquet":
@@ -24,10 +26,10 @@ def export_results(directory, fmt: str, out) -> int:
         pq.write_table(table, out)
     elif fmt == "csv":
         buffer = io.BytesIO()
-        pacsv.write_csv(table, buffer)
+        pacsv.write_csv(without_maps(table), buffer)
         _write_text(out, buffer.getvalue().decode())
     elif fmt == "jsonl":
-        lines = [dumps(row) for row in table.to_pylist()]
+        lines = [dumps(row) for row in plain_rows(table)]
         _write_text(out, "".join(line + "\n" for line in lines))
     else:
         raise ValueError(f"unknown export format {fmt!r} (csv | parquet | jsonl)")

@@ -49,7 +49,7 @@ def outcomes_section(data: CampaignData) -> Section:
             _rate_bars(out.by_family, "Collision and off-road rate by scenario family", "family")
         )
     if len(out.by_policy) > 1:
-        section.blocks.append(_heatmap(out.by_policy))
+        section.blocks.append(_heatmap(out.by_policy, data.root))
     elif out.by_policy:
         section.blocks.append(_rate_bars(out.by_policy, "Collision and off-road rate by policy", "policy"))
     for dim in ("family", "policy"):
@@ -62,9 +62,9 @@ def outcomes_section(data: CampaignData) -> Section:
             r["n"],
             r["ok"],
             r["failed"],
-            r["collision_rate"],
-            r["offroad_rate"],
-            r["nan_rate"],
+            _percent(r["collision_rate"]),
+            _percent(r["offroad_rate"]),
+            _percent(r["nan_rate"]),
             r["progress_m"],
             r["min_ttc_s"],
             r["max_jerk"],
@@ -72,8 +72,8 @@ def outcomes_section(data: CampaignData) -> Section:
             r.get("agents_offroad"),
             r.get("pedestrians_collided"),
             r.get("cyclists_collided"),
-            r.get("fallback_rate"),
-            r.get("red_light_rate"),
+            _percent(r.get("fallback_rate")),
+            _percent(r.get("red_light_rate")),
         )
         for r in out.by_family
     ]
@@ -85,9 +85,9 @@ def outcomes_section(data: CampaignData) -> Section:
                     "results",
                     "ok",
                     "failed",
-                    "collision rate",
-                    "off-road rate",
-                    "NaN rate",
+                    "collision %",
+                    "off-road %",
+                    "NaN %",
                     "mean progress m",
                     "median min TTC s",
                     "mean max jerk",
@@ -95,14 +95,19 @@ def outcomes_section(data: CampaignData) -> Section:
                     "mean agents off-road",
                     "pedestrians collided",
                     "cyclists collided",
-                    "exact-fallback rate",
-                    "red-light violation rate",
+                    "exact-fallback %",
+                    "red-light violation %",
                 ),
                 rows,
                 caption="By scenario family",
             )
         )
     return section
+
+
+def _percent(rate) -> float | None:
+    """A rate in [0, 1] as percent (the unit of the rate charts), None kept."""
+    return None if rate is None else 100.0 * float(rate)
 
 
 def failures_section(data: CampaignData) -> Section:
@@ -134,7 +139,12 @@ def failures_section(data: CampaignData) -> Section:
     return section
 
 
-def _rate_bars(rows: list[dict], title: str, axis: str) -> go.Figure:
+def _rate_bars(rows: list[dict], title: str, axis: str) -> go.Figure | Html:
+    """Grouped bars of the collision and off-road rates [%]; a sentence instead when every
+    rate is 0 (an empty chart with a -1..1% axis says less)."""
+    if all(not r.get(k) for r in rows for k in ("collision_rate", "offroad_rate")):
+        n = sum(int(r.get("ok") or 0) for r in rows)
+        return note(f"{title}: no collision and no off-road in any {axis} ({n:,} ok results).")
     labels = [esc(r["label"]) for r in rows]
     fig = go.Figure()
     for key, name in (("collision_rate", "collision"), ("offroad_rate", "off-road")):
@@ -176,14 +186,21 @@ def noise_scaled(values: np.ndarray, se: np.ndarray, worse_high: bool) -> np.nda
     return np.where(np.isfinite(values), out, np.nan)
 
 
-def _heatmap(rows: list[dict]) -> go.Figure:
+def _heatmap(rows: list[dict], root) -> go.Figure:
     """Policy × metric heatmap; text the value, colour how far each row is worse than the best
-    row of its column in standard errors (grey-green within noise, red from 6 standard errors)."""
+    row of its column: 0 where the comparison's paired test (drivesim.report.compare, on the
+    scenarios every policy shares) finds no difference (p >= 0.05), else the test's z up to
+    6. Without per-scenario rows (a directory of shards only), standard errors instead."""
     cols = [c for c in HEATMAP_COLUMNS if any(r.get(c[0]) is not None for r in rows)]
     raw = np.array([[np.nan if r.get(k) is None else float(r[k]) for k, _, _ in cols] for r in rows])
     z = np.full_like(raw, np.nan)
+    arms = _arms_of(rows, root)
     for j, (key, _, worse_high) in enumerate(cols):
-        z[:, j] = noise_scaled(raw[:, j], _standard_errors(rows, key), worse_high)
+        column = PAIRED_COLUMNS.get(key)
+        if arms is not None and column is not None:
+            z[:, j] = paired_scaled(raw[:, j], arms, column, worse_high)
+        else:
+            z[:, j] = noise_scaled(raw[:, j], _standard_errors(rows, key), worse_high)
     rate = [key.endswith("_rate") for key, _, _ in cols]
     text = [
         [
@@ -202,7 +219,7 @@ def _heatmap(rows: list[dict]) -> go.Figure:
             colorscale="RdYlGn_r",
             zmin=0,
             zmax=1,
-            colorbar={"title": {"text": "worse than best (0: within noise)"}},
+            colorbar={"title": {"text": "worse than best (0: p ≥ 0.05, paired)"}},
         )
     )
     fig.update_yaxes(autorange="reversed")
@@ -213,6 +230,48 @@ def _heatmap(rows: list[dict]) -> go.Figure:
         "policy",
         height=max(320, 40 + 28 * len(rows)),
     )
+
+
+# heatmap column -> (result column, is a rate) for the paired test
+PAIRED_COLUMNS = {
+    "collision_rate": ("ego_collided", True),
+    "offroad_rate": ("offroad", True),
+    "nan_rate": ("has_nan", True),
+    "progress_m": ("progress_m", False),
+    "min_ttc_s": ("min_ttc_s", False),
+    "max_jerk": ("max_jerk", False),
+    "agents_collided": ("agents_collided", False),
+}
+
+
+def _arms_of(rows: list[dict], root) -> list | None:
+    """The comparison's arms in the order of ``rows`` (labels ``NAME [ID]``), or None."""
+    from drivesim.report.compare import load_arms
+
+    try:
+        extra = [c for c, _ in PAIRED_COLUMNS.values()]
+        by_label = {f"{a.policy} [{a.policy_id}]": a for a in load_arms([root], extra=extra)}
+        arms = [by_label[r["label"]] for r in rows]
+    except Exception:  # noqa: BLE001 - a directory without the columns: standard errors instead
+        return None
+    return arms
+
+
+def paired_scaled(values: np.ndarray, arms: list, column: tuple[str, bool], worse_high: bool) -> np.ndarray:
+    """(R,) colour in [0, 1] of each row against the best row of ``values``: 0 where the
+    paired test gives p >= 0.05 (or the row is not worse), else z(p) / 6 clipped at 1."""
+    from scipy import stats
+
+    from drivesim.report.compare import ALPHA, paired_p_values
+
+    v = np.where(worse_high, values, -values)
+    if not np.isfinite(v).any():
+        return np.full_like(values, np.nan)
+    best = int(np.nanargmin(v))
+    p = np.array(paired_p_values(arms, column[0], column[1], best), float)
+    z = np.where(np.isfinite(p), stats.norm.isf(np.clip(p, 1e-300, 1.0) / 2), 0.0)
+    out = np.where((p < ALPHA) & (v > v[best]), np.clip(z / 6.0, 0.0, 1.0), 0.0)
+    return np.where(np.isfinite(values), out, np.nan)
 
 
 def _distributions(out: Outcomes, dim: str) -> go.Figure | None:

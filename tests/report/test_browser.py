@@ -63,3 +63,41 @@ def test_live_server_page_renders(fresh_campaign, chromium):
     assert rendered.errors == ""
     assert len(rendered.plots) >= 12
     assert all(a.get("data-rendered") == "ok" for a in rendered.plots.values())
+
+
+WORD_CHECK = """<script>
+window.addEventListener('load', function () {
+  var broken = [];
+  document.querySelectorAll('table.data th, table.data td.num').forEach(function (cell) {
+    var node = cell.firstChild;
+    if (!node || node.nodeType !== 3) return;
+    var text = node.textContent, re = /\\S+/g, m;
+    while ((m = re.exec(text)) !== null) {
+      var range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      if (range.getClientRects().length > 1) broken.push(cell.tagName + ':' + m[0]);
+    }
+  });
+  var out = document.createElement('pre');
+  out.id = 'broken-words';
+  out.textContent = broken.join('|');
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def test_tables_never_break_a_number_or_a_word(campaign_dir, chromium, tmp_path):
+    """In the 800-pixel default window the wide family table still keeps every number and
+    every header word on one line ("400" never breaks into 4/0/0, "off-road" never at its
+    hyphen); long text cells such as file paths may wrap."""
+    import re
+
+    html = write_dashboard(campaign_dir, tmp_path / "dashboard.html").read_text(encoding="utf-8")
+    page = tmp_path / "checked.html"
+    page.write_text(html.replace("</body>", WORD_CHECK + "</body>"), encoding="utf-8")
+    dom = render(chromium, page.as_uri()).dom
+    found = re.search(r'<pre id="broken-words">(.*?)</pre>', dom, re.S)
+    assert found is not None, "the check did not run"
+    assert found.group(1) == "", f"words broken across lines: {found.group(1)[:500]}"
+    assert '<td class="num">' in dom and "collision %" in dom

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from drivesim.report.compare import Arm, compare_arms, format_text, paired_mean, paired_rate, wilson
-from drivesim.report.figures_outcomes import noise_scaled
+from drivesim.report.figures_outcomes import noise_scaled, paired_scaled
 
 
 def test_wilson_matches_the_published_example():
@@ -63,3 +63,31 @@ def test_heatmap_colour_ignores_differences_within_noise():
     # the same gap measured to 0.3 m: the worse row is coloured
     beyond = noise_scaled(np.array([125.0, 122.0]), np.array([0.3, 0.3]), worse_high=False)
     assert beyond[0] == 0.0 and beyond[1] > 0.5
+
+
+def test_heatmap_colour_follows_the_comparisons_paired_test():
+    """A small shift on every scenario (TTC +0.05 s over a 3 s spread) is within noise for
+    standard errors but certain for the paired test the comparison runs: the heatmap colours
+    it as the comparison calls it; a difference of one scenario in 200 stays uncoloured."""
+    rng = np.random.default_rng(0)
+    ttc = rng.uniform(1.0, 7.0, 200)
+    hit = np.zeros(200, bool)
+    hit[:10] = True
+
+    def arm(name, ttc_values, hits, pid):
+        rows = {i: {"min_ttc_s": float(ttc_values[i]), "ego_collided": bool(hits[i])} for i in range(200)}
+        return Arm(name, "d", name, rows, pid)
+
+    one_more = hit.copy()
+    one_more[50] = True
+    arms = [arm("a", ttc, hit, 0), arm("b", ttc - 0.05, one_more, 1)]
+    means = np.array([ttc.mean(), ttc.mean() - 0.05])
+    se = np.full(2, ttc.std() / np.sqrt(200))
+    assert noise_scaled(means, se, worse_high=False).tolist() == [0.0, 0.0]  # unpaired: noise
+    paired = paired_scaled(means, arms, ("min_ttc_s", False), worse_high=False)
+    assert paired[0] == 0.0 and paired[1] > 0.5
+    p = compare_arms(arms).differences
+    ttc_p = next(d.p_value for d in p if d.metric.startswith("min TTC"))
+    assert ttc_p < 1e-6  # what the comparison section and `drivesim compare` say
+    rates = np.array([hit.mean(), one_more.mean()])
+    assert paired_scaled(rates, arms, ("ego_collided", True), worse_high=True).tolist() == [0.0, 0.0]
