@@ -55,6 +55,15 @@ def commonroad_dir() -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def womd_dir() -> pathlib.Path:
+    """The Waymo Open Motion scenarios in GPUDrive JSON beside the project (skip if absent)."""
+    path = SHARED_DATA / "womd"
+    if not path.is_dir():
+        pytest.skip(f"no WOMD data at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
 def artifacts_dir() -> pathlib.Path:
     """Where tests keep artefacts (screenshots, traces) for people to look at."""
     path = ROOT / "artifacts"

@@ -1,4 +1,4 @@
-"""CLI: ``drivesim import commonroad`` and ``drivesim scenarios generate|info``."""
+"""CLI: ``drivesim import commonroad|womd`` and ``drivesim scenarios generate|info``."""
 
 from __future__ import annotations
 
@@ -31,32 +31,29 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Import CommonRoad scenarios (2018b and 2020a) into a store; bad files are
         reported and skipped (exit code 1 if any failed)."""
-        from drivesim.scenarios.sources import CommonRoadSource, ScenarioError
-        from drivesim.scenarios.store import StoreWriter
+        from drivesim.scenarios.sources import CommonRoadSource
 
-        try:
-            source = CommonRoadSource(paths, replay=replay, dt=dt)
-        except ScenarioError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2) from None
-        failed = 0
-        with StoreWriter(out) as writer:
-            for position in range(len(source)):
-                try:
-                    record = source.load(position)
-                    writer.write(record)
-                except ScenarioError as err:
-                    failed += 1
-                    typer.echo(f"skipped: {err}", err=True)
-                    continue
-                assert record.scenario.log is not None  # an imported scenario carries its log
-                typer.echo(
-                    f"imported {record.name}: {record.num_agents} agents, "
-                    f"{record.scenario.log.valid.shape[0]} log steps"
-                )
-        typer.echo(f"wrote {writer.count} scenarios to {out} ({failed} failed)")
-        if failed:
-            raise typer.Exit(1)
+        _import(lambda: CommonRoadSource(paths, replay=replay, dt=dt), out)
+
+    @import_app.command("womd")
+    def import_womd(
+        paths: Annotated[
+            list[Path],
+            typer.Argument(help="Waymo Open Motion files in GPUDrive JSON, or directories of *.json."),
+        ],
+        out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
+        replay: Annotated[
+            bool,
+            typer.Option(
+                "--replay/--idm", help="Non-ego agents replay their logs (default), or are driven by IDM."
+            ),
+        ] = True,
+    ) -> None:
+        """Import Waymo Open Motion scenarios (GPUDrive's processed JSON) into a store; bad
+        files are reported and skipped (exit code 1 if any failed)."""
+        from drivesim.scenarios.womd import WomdSource
+
+        _import(lambda: WomdSource(paths, replay=replay), out)
 
     @scen_app.command("generate")
     def generate(
@@ -141,3 +138,34 @@ def register(app: typer.Typer) -> None:
                 continue
             dims = f"{lanes} lanes, {points} points" + (f", log {log} steps" if log is not None else "")
             typer.echo(f"  size class {agents} agents ({dims}): {count} scenarios")
+
+
+def _import(open_source, out: Path) -> None:
+    """Write every record of the source ``open_source()`` opens to the store ``out``; a bad
+    file is reported and skipped (exit 1 if any was), a missing path is a usage error."""
+    from drivesim.scenarios.sources import ScenarioError
+    from drivesim.scenarios.store import StoreWriter
+
+    try:
+        source = open_source()
+    except ScenarioError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    failed = 0
+    with StoreWriter(out) as writer:
+        for position in range(len(source)):
+            try:
+                record = source.load(position)
+                writer.write(record)
+            except ScenarioError as err:
+                failed += 1
+                typer.echo(f"skipped: {err}", err=True)
+                continue
+            assert record.scenario.log is not None  # an imported scenario carries its log
+            typer.echo(
+                f"imported {record.name}: {record.num_agents} agents, "
+                f"{record.scenario.log.valid.shape[0]} log steps"
+            )
+    typer.echo(f"wrote {writer.count} scenarios to {out} ({failed} failed)")
+    if failed:
+        raise typer.Exit(1)

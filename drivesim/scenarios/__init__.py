@@ -1,5 +1,5 @@
-"""Making and reading scenarios on the host (NumPy): synthetic families, CommonRoad import,
-the Parquet store, sources, padding and bucketing."""
+"""Making and reading scenarios on the host (NumPy): synthetic families, CommonRoad and
+Waymo Open Motion import, the Parquet store, sources, padding and bucketing."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ _EXPORTS = {
     "generate": "drivesim.scenarios.synthetic",
     "ImportConfig": "drivesim.scenarios.commonroad",
     "load_commonroad": "drivesim.scenarios.commonroad",
+    "load_womd": "drivesim.scenarios.womd",
+    "read_womd": "drivesim.scenarios.womd",
+    "WomdSource": "drivesim.scenarios.womd",
     "ScenarioStore": "drivesim.scenarios.store",
     "write_store": "drivesim.scenarios.store",
     "parse_sources": "drivesim.scenarios.sources",

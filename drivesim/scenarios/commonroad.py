@@ -36,6 +36,7 @@ from drivesim.core.types import (
 )
 from drivesim.core.validate import MAX_AGENTS, ScenarioError, validate_scenario
 from drivesim.scenarios import commonroad_lights, geometry, lanes
+from drivesim.scenarios.input_files import read_input
 from drivesim.scenarios.record import ScenarioRecord
 
 OLD_LAYOUT = ("2017a", "2018a", "2018b")
@@ -65,7 +66,7 @@ class ImportConfig:
 
 
 @dataclass
-class _Track:
+class Track:
     """One agent's recorded states on the file's time grid, (Tf,) / (Tf, 2) float64."""
 
     key: str
@@ -179,34 +180,10 @@ class _Reader:
         return size
 
 
-def _read_at_most(path: Path, max_bytes: int, block: int = 1 << 20) -> bytes | None:
-    """The bytes of ``path``, read a block at a time; None once they pass ``max_bytes``."""
-    parts, total = [], 0
-    with path.open("rb") as fh:
-        while part := fh.read(min(block, max_bytes + 1 - total)):
-            parts.append(part)
-            total += len(part)
-            if total > max_bytes:
-                return None
-    return b"".join(parts)
-
-
 def parse_xml(path: Path, max_bytes: int) -> Element:
     """Parse ``path`` safely; ScenarioError on size, DTD/entities, malformed XML."""
     where = str(path)
-    try:
-        # a device (/dev/zero) passes a size check and never ends; a pipe (a FIFO, <(zcat ...))
-        # is read like a file, within the limit (a pipe that never writes is the watchdog's)
-        if not (path.is_file() or path.is_fifo()):
-            raise ScenarioError("not a regular file or a pipe", path=where)
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ScenarioError(f"file is {size} bytes, more than the {max_bytes} allowed", path=where)
-        data = _read_at_most(path, max_bytes)
-        if data is None:  # the limit holds while reading, whatever stat said
-            raise ScenarioError(f"file is more than the {max_bytes} bytes allowed", path=where)
-    except OSError as err:
-        raise ScenarioError(f"cannot read: {err.strerror or err}", path=where) from None
+    data = read_input(path, max_bytes)
     try:
         return SafeET.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except defusedxml.DefusedXmlException as err:
@@ -267,13 +244,13 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
     lanelets = lanes.parse_lanelets(root, rd)
     lights = commonroad_lights.parse_lights(root, rd, file_dt)
     goal = _goal(root, rd)
-    scenario, stops = _build(tracks, lanelets, goal, file_dt, scenario_id_of(name), config)
+    scenario, stops = build_scenario(tracks, lanelets, goal, file_dt, scenario_id_of(name), config)
     scenario = replace(scenario, signal=commonroad_lights.signal_plan(stops, lights, rd))
     validate_scenario(scenario, where=f"{path}#{name}")
     return ScenarioRecord(scenario=scenario, family="commonroad", source=str(path), name=name)
 
 
-def _check_log_length(tracks: list[_Track], file_dt: float, dt: float, rd: _Reader) -> None:
+def _check_log_length(tracks: list[Track], file_dt: float, dt: float, rd: _Reader) -> None:
     """Refuse a log that would resample to more than MAX_LOG_STEPS steps (before allocating)."""
     file_steps = max(len(t.valid) for t in tracks)
     steps = (file_steps - 1) * file_dt / dt + 1
@@ -285,7 +262,7 @@ def _check_log_length(tracks: list[_Track], file_dt: float, dt: float, rd: _Read
         )
 
 
-def _obstacle_track(obs: Element, tag: str, rd: _Reader) -> _Track:
+def _obstacle_track(obs: Element, tag: str, rd: _Reader) -> Track:
     field = f"{tag}[id={obs.get('id')}]"
     length, width = rd.shape(obs, field)
     states = [rd.state(rd.child(obs, "initialState", field), f"{field}/initialState")]
@@ -300,15 +277,15 @@ def _obstacle_track(obs: Element, tag: str, rd: _Reader) -> _Track:
     for t, p, h, v, _ in states:
         xy[t], heading[t], speed[t], valid[t] = p, h, v, True
     kind = OBSTACLE_KINDS.get((obs.findtext("type") or "").strip(), VEHICLE)
-    return _Track(field, length, width, xy, heading, speed, valid, states[0][4], kind)
+    return Track(field, length, width, xy, heading, speed, valid, states[0][4], kind)
 
 
-def _ego_track(root: Element, rd: _Reader, config: ImportConfig) -> _Track:
+def _ego_track(root: Element, rd: _Reader, config: ImportConfig) -> Track:
     problem = rd.child(root, "planningProblem", "commonRoad")
     field = f"planningProblem[id={problem.get('id')}]/initialState"
     init = rd.child(problem, "initialState", field.rsplit("/", 1)[0])
     _, xy, heading, speed, accel = rd.state(init, field)
-    return _Track(
+    return Track(
         field,
         config.ego_length,
         config.ego_width,
@@ -331,7 +308,7 @@ def _goal(root: Element, rd: _Reader) -> tuple[np.ndarray | None, list[str]]:
     return rd.position(pos, "planningProblem/goalState/position"), []
 
 
-def _grid(tracks: list[_Track]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _grid(tracks: list[Track]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Stack tracks on a common time grid: xy (Tf, N, 2), heading, speed, valid (Tf, N)."""
     steps = max(len(t.valid) for t in tracks)
     n = len(tracks)
@@ -376,8 +353,12 @@ def _fill_gaps(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return out
 
 
-def _build(tracks, lanelets, goal, file_dt, scenario_id, config: ImportConfig) -> tuple[Scenario, list]:
-    """The Scenario (without signals) and each agent's traffic-light lanes.Stop (or None)."""
+def build_scenario(
+    tracks, lanelets, goal, file_dt, scenario_id, config: ImportConfig
+) -> tuple[Scenario, list]:
+    """The Scenario (without signals) of recorded ``tracks`` (the ego first) on ``lanelets``
+    (lanes.Lanelet), and each agent's traffic-light lanes.Stop (or None). goal: (point or
+    None, goal lanelet ids); file_dt: the tracks' time step [s]."""
     xy, heading, speed, valid = resample_log(*_grid(tracks), file_dt, config.dt)
     xy, heading, speed = (_fill_gaps(v, valid) for v in (xy, heading, speed))
     n = len(tracks)

@@ -288,6 +288,27 @@ register_source(
 register_source("store", _open_store, usage="store:PATH", inputs=lambda arg: ((arg, "*"),), counted=False)
 
 
+def _open_womd(arg: str, context: SourceContext) -> ScenarioSource:
+    from drivesim.scenarios.womd import WomdSource
+
+    idm, paths = _womd_paths(arg)
+    return WomdSource([Path(p) for p in paths], replay=not idm)
+
+
+def _womd_paths(arg: str) -> tuple[bool, list[str]]:
+    idm = arg.startswith("idm:")
+    return idm, [p for p in arg.removeprefix("idm:").split(",") if p]
+
+
+register_source(
+    "womd",
+    _open_womd,
+    usage="womd:[idm:]PATH[,PATH...]",
+    inputs=lambda arg: tuple((p, "*.json") for p in _womd_paths(arg)[1]),
+    counted=False,
+)
+
+
 def _open_catalogue(arg: str, context: SourceContext) -> ScenarioSource:
     from drivesim.scenarios.catalogue.source import open_catalogue
 

@@ -89,16 +89,9 @@ class CommonRoadSource(ScenarioSource):
 
     def __init__(self, paths: list[Path], replay: bool = False, dt: float = 0.1):
         from drivesim.scenarios.commonroad import ImportConfig
+        from drivesim.scenarios.input_files import expand_paths
 
-        files: list[Path] = []
-        for p in map(Path, paths):
-            if p.is_dir():
-                files += sorted(p.glob("*.xml"))
-            elif p.exists():
-                files.append(p)
-            else:
-                raise ScenarioError("no such file or directory", path=str(p))
-        self.paths = files
+        self.paths = expand_paths(paths, "*.xml")
         self.config = ImportConfig(dt=dt, replay=replay)
         self.name = "commonroad:" + ",".join(str(p) for p in paths)
 
