@@ -64,6 +64,15 @@ def womd_dir() -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def av2_dir() -> pathlib.Path:
+    """The Argoverse 2 scenario and map beside the project (skip if absent)."""
+    path = SHARED_DATA / "av2"
+    if not path.is_dir():
+        pytest.skip(f"no AV2 data at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
 def artifacts_dir() -> pathlib.Path:
     """Where tests keep artefacts (screenshots, traces) for people to look at."""
     path = ROOT / "artifacts"

@@ -1,4 +1,4 @@
-"""CLI: ``drivesim import commonroad|womd`` and ``drivesim scenarios generate|info``."""
+"""CLI: ``drivesim import commonroad|womd|av2`` and ``drivesim scenarios generate|info``."""
 
 from __future__ import annotations
 
@@ -54,6 +54,28 @@ def register(app: typer.Typer) -> None:
         from drivesim.scenarios.womd import WomdSource
 
         _import(lambda: WomdSource(paths, replay=replay), out)
+
+    @import_app.command("av2")
+    def import_av2(
+        paths: Annotated[
+            list[Path],
+            typer.Argument(
+                help="Argoverse 2 scenario_*.parquet files (their maps beside them), or directories."
+            ),
+        ],
+        out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
+        replay: Annotated[
+            bool,
+            typer.Option(
+                "--replay/--idm", help="Non-ego agents replay their logs (default), or are driven by IDM."
+            ),
+        ] = True,
+    ) -> None:
+        """Import Argoverse 2 motion-forecasting scenarios into a store; bad files are reported
+        and skipped (exit code 1 if any failed)."""
+        from drivesim.scenarios.av2 import Av2Source
+
+        _import(lambda: Av2Source(paths, replay=replay), out)
 
     @scen_app.command("generate")
     def generate(

@@ -1,5 +1,5 @@
-"""Making and reading scenarios on the host (NumPy): synthetic families, CommonRoad and
-Waymo Open Motion import, the Parquet store, sources, padding and bucketing."""
+"""Making and reading scenarios on the host (NumPy): synthetic families, CommonRoad, Waymo
+Open Motion and Argoverse 2 import, the Parquet store, sources, padding and bucketing."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ _EXPORTS = {
     "load_womd": "drivesim.scenarios.womd",
     "read_womd": "drivesim.scenarios.womd",
     "WomdSource": "drivesim.scenarios.womd",
+    "load_av2": "drivesim.scenarios.av2",
+    "read_av2": "drivesim.scenarios.av2",
+    "Av2Source": "drivesim.scenarios.av2",
     "ScenarioStore": "drivesim.scenarios.store",
     "write_store": "drivesim.scenarios.store",
     "parse_sources": "drivesim.scenarios.sources",

@@ -300,6 +300,20 @@ def _womd_paths(arg: str) -> tuple[bool, list[str]]:
     return idm, [p for p in arg.removeprefix("idm:").split(",") if p]
 
 
+def _open_av2(arg: str, context: SourceContext) -> ScenarioSource:
+    from drivesim.scenarios.av2 import Av2Source
+
+    idm, paths = _womd_paths(arg)  # the same form: [idm:]PATH[,PATH...]
+    return Av2Source([Path(p) for p in paths], replay=not idm)
+
+
+register_source(
+    "av2",
+    _open_av2,
+    usage="av2:[idm:]PATH[,PATH...]",
+    inputs=lambda arg: tuple((p, "*") for p in _womd_paths(arg)[1]),
+    counted=False,
+)
 register_source(
     "womd",
     _open_womd,
