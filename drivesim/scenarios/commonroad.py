@@ -145,13 +145,22 @@ class _Reader:
         self.fail(field, "no <point>, <rectangle>, <circle> or <polygon> position")
 
     def state(self, elem: Element, field: str) -> tuple[int, np.ndarray, float, float, float]:
-        """(time step, xy, orientation, velocity, acceleration) of a state element."""
+        """(time step, xy, orientation, velocity, acceleration) of a state element; a
+        point-mass state (``velocity`` and ``velocityY``, no orientation) gets the direction
+        and norm of its velocity; a state without velocity gets NaN (the track derives it)."""
         time = self.value(self.child(elem, "time", field), f"{field}/time")
         if not 0 <= time <= MAX_FILE_STEPS:  # checked before the track is allocated
             self.fail(f"{field}/time", f"time step {time:g} outside [0, {MAX_FILE_STEPS}]")
         xy = self.position(self.child(elem, "position", field), f"{field}/position")
-        heading = self.value(self.child(elem, "orientation", field), f"{field}/orientation")
-        speed = self.value(self.child(elem, "velocity", field), f"{field}/velocity")
+        vy = elem.find("velocityY")
+        if vy is not None and elem.find("orientation") is None:  # a point-mass state
+            vx = self.value(self.child(elem, "velocity", field), f"{field}/velocity")
+            vy_value = self.value(vy, f"{field}/velocityY")
+            heading, speed = math.atan2(vy_value, vx), math.hypot(vx, vy_value)
+        else:
+            heading = self.value(self.child(elem, "orientation", field), f"{field}/orientation")
+            vel = elem.find("velocity")  # optional: absent, it is derived from the positions
+            speed = self.value(vel, f"{field}/velocity") if vel is not None else math.nan
         acc = elem.find("acceleration")
         accel = self.value(acc, f"{field}/acceleration") if acc is not None else 0.0
         return int(round(time)), xy, heading, speed, accel
@@ -231,23 +240,41 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
     else:
         obstacles = root.findall("dynamicObstacle")
         tag = "dynamicObstacle"
-    if not obstacles:
-        rd.fail(tag, "no dynamic obstacles (zero agents)")
+    if not obstacles and root.find("planningProblem") is None:
+        rd.fail(tag, "no dynamic obstacles and no planning problem (zero agents)")
     if len(obstacles) + 1 > MAX_AGENTS:
         rd.fail(tag, f"too many agents: {len(obstacles)} dynamic obstacles + ego > {MAX_AGENTS}")
     ids = [o.get("id") for o in obstacles]
     twice = sorted({i for i in ids if i is not None and ids.count(i) > 1})
     if twice:
         rd.fail(f"{tag}[id={twice[0]}]", f"obstacle id {twice[0]} appears more than once (one agent per id)")
-    tracks = [_ego_track(root, rd, config)] + [_obstacle_track(o, tag, rd) for o in obstacles]
+    ego = _ego_track(root, rd, config)
+    tracks = [_obstacle_track(o, tag, rd, file_dt) for o in obstacles]
+    tracks = ([ego] if ego is not None else []) + tracks  # without a problem: the first obstacle
     _check_log_length(tracks, file_dt, config.dt, rd)
     lanelets = lanes.parse_lanelets(root, rd)
     lights = commonroad_lights.parse_lights(root, rd, file_dt)
     goal = _goal(root, rd)
-    scenario, stops = build_scenario(tracks, lanelets, goal, file_dt, scenario_id_of(name), config)
+    origin = np.round(tracks[0].xy[int(np.flatnonzero(tracks[0].valid)[0])])
+    tracks, lanelets, goal = recentred(tracks, lanelets, goal, origin)
+    key = name if path.stem == name else f"{name}@{path.stem}"  # two files, one benchmark id
+    scenario, stops = build_scenario(tracks, lanelets, goal, file_dt, scenario_id_of(key), config)
     scenario = replace(scenario, signal=commonroad_lights.signal_plan(stops, lights, rd))
     validate_scenario(scenario, where=f"{path}#{name}")
-    return ScenarioRecord(scenario=scenario, family="commonroad", source=str(path), name=name)
+    shown = name if key == name else f"{name} ({path.name})"
+    return ScenarioRecord(scenario=scenario, family="commonroad", source=str(path), name=shown)
+
+
+def recentred(tracks: list[Track], lanelets: list, goal, origin: np.ndarray):
+    """Tracks, lanelets and goal point shifted by ``-origin`` (the ego's start rounded to
+    1 m): float32 then keeps millimetres in maps several km from their origin; distances,
+    arc lengths and every metric are unchanged by the shift."""
+    for t in tracks:
+        t.xy = t.xy - origin
+    for lane in lanelets:
+        lane.center = lane.center - origin
+    point, refs = goal
+    return tracks, lanelets, (None if point is None else point - origin, refs)
 
 
 def _check_log_length(tracks: list[Track], file_dt: float, dt: float, rd: _Reader) -> None:
@@ -262,12 +289,14 @@ def _check_log_length(tracks: list[Track], file_dt: float, dt: float, rd: _Reade
         )
 
 
-def _obstacle_track(obs: Element, tag: str, rd: _Reader) -> Track:
+def _obstacle_track(obs: Element, tag: str, rd: _Reader, file_dt: float) -> Track:
     field = f"{tag}[id={obs.get('id')}]"
     length, width = rd.shape(obs, field)
     states = [rd.state(rd.child(obs, "initialState", field), f"{field}/initialState")]
     for k, st in enumerate(obs.findall("trajectory/state")):
         states.append(rd.state(st, f"{field}/trajectory/state[{k}]"))
+    if len(states) == 1 and obs.find("occupancySet") is not None:
+        states += _occupancy_states(obs, field, rd, states[0], file_dt)
     times = [s[0] for s in states]
     if min(times) < 0:
         rd.fail(f"{field}/trajectory", "negative time step")
@@ -277,14 +306,66 @@ def _obstacle_track(obs: Element, tag: str, rd: _Reader) -> Track:
     for t, p, h, v, _ in states:
         xy[t], heading[t], speed[t], valid[t] = p, h, v, True
     kind = OBSTACLE_KINDS.get((obs.findtext("type") or "").strip(), VEHICLE)
-    return Track(field, length, width, xy, heading, speed, valid, states[0][4], kind)
+    return Track(
+        field,
+        length,
+        width,
+        xy,
+        heading,
+        _speed_from_motion(xy, speed, valid, file_dt),
+        valid,
+        states[0][4],
+        kind,
+    )
 
 
-def _ego_track(root: Element, rd: _Reader, config: ImportConfig) -> Track:
+def _speed_from_motion(xy: np.ndarray, speed: np.ndarray, valid: np.ndarray, file_dt: float) -> np.ndarray:
+    """``speed`` with each missing (NaN) value replaced by the distance to the next recorded
+    position over the time between them (the previous one at the last step; 0 alone)."""
+    steps = np.flatnonzero(valid)
+    out = speed.copy()
+    for k, t in enumerate(steps):
+        if not np.isnan(out[t]):
+            continue
+        a, b = (t, steps[k + 1]) if k + 1 < len(steps) else ((steps[k - 1], t) if k else (t, t))
+        out[t] = float(np.hypot(*(xy[b] - xy[a]))) / ((b - a) * file_dt) if b > a else 0.0
+    return out
+
+
+def _occupancy_states(obs: Element, field: str, rd: _Reader, first, file_dt: float) -> list:
+    """States of a prediction given as an occupancy set: each occupancy's shape centre at its
+    time (an interval's centre), heading from a rectangle's orientation or else the motion,
+    speed from the distance to the previous state."""
+    out, (t_prev, xy_prev, h_prev, _, _) = [], first
+    for k, occ in enumerate(obs.findall("occupancySet/occupancy")):
+        where = f"{field}/occupancySet/occupancy[{k}]"
+        time = rd.value(rd.child(occ, "time", where), f"{where}/time")
+        if not 0 <= time <= MAX_FILE_STEPS:
+            rd.fail(f"{where}/time", f"time step {time:g} outside [0, {MAX_FILE_STEPS}]")
+        t = int(round(time))
+        xy = rd.position(rd.child(occ, "shape", where), f"{where}/shape")
+        move = xy - xy_prev
+        turn = occ.find("shape/rectangle/orientation")
+        if turn is not None:
+            heading = rd.number(turn.text, f"{where}/shape/rectangle/orientation")
+        else:
+            heading = math.atan2(move[1], move[0]) if np.hypot(*move) > 1e-6 else h_prev
+        speed = float(np.hypot(*move)) / (max(t - t_prev, 1) * file_dt)
+        out.append((t, xy, heading, speed, 0.0))
+        t_prev, xy_prev, h_prev = t, xy, heading
+    return out
+
+
+def _ego_track(root: Element, rd: _Reader, config: ImportConfig) -> Track | None:
+    """The planning problem's vehicle from its initial state, or None without a problem."""
+    if root.find("planningProblem") is None:
+        return None
     problem = rd.child(root, "planningProblem", "commonRoad")
     field = f"planningProblem[id={problem.get('id')}]/initialState"
     init = rd.child(problem, "initialState", field.rsplit("/", 1)[0])
     _, xy, heading, speed, accel = rd.state(init, field)
+    if math.isnan(speed):
+        rd.fail(f"{field}/velocity", "missing element (the ego needs its initial speed)")
     return Track(
         field,
         config.ego_length,

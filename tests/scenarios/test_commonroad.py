@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scenario_xml_cases import BILLION_LAUGHS, document, obstacle
+from scenario_xml_cases import BILLION_LAUGHS, PROBLEM, document, obstacle
 
 from drivesim.core.types import CYCLIST, PEDESTRIAN, VEHICLE
 from drivesim.scenarios.commonroad import ImportConfig, load_commonroad, resample_log
@@ -164,15 +164,94 @@ def test_a_huge_coordinate_is_one_error_without_warnings(tmp_path):
 
 
 def test_missing_field(tmp_path):
+    orientation = "<orientation><exact>0</exact></orientation>"
+    text = document(obstacle(3)).replace(orientation, "", 1)
+    err = _error(tmp_path, text)
+    assert err.field == "dynamicObstacle[id=3]/initialState/orientation" and "missing" in err.reason
+    ego = "<velocity><exact>10</exact></velocity>\n    </initialState>\n  </planningProblem>"
+    err = _error(tmp_path, document(obstacle(3)).replace(ego, "</initialState></planningProblem>"))
+    assert err.field.endswith("initialState/velocity") and "missing" in err.reason
+
+
+def test_a_state_without_velocity_gets_it_from_the_motion(tmp_path):
+    """commonroad-io allows a state without velocity: the speed is the distance to the next
+    recorded position over the time between them."""
     velocity = "<velocity><intervalStart>9</intervalStart><intervalEnd>11</intervalEnd></velocity>"
     text = document(obstacle(3)).replace(velocity + "</initialState>", "</initialState>", 1)
-    err = _error(tmp_path, text)
-    assert err.field == "dynamicObstacle[id=3]/initialState/velocity" and "missing" in err.reason
+    log = _load(tmp_path, text).scenario.log
+    assert float(log.speed[0, 1]) == pytest.approx(10.0)  # 1 m in 0.1 s to the state at step 1
 
 
 def test_zero_agents(tmp_path):
-    err = _error(tmp_path, document(""))
+    text = document("").replace(PROBLEM, "")
+    err = _error(tmp_path, text)
     assert "zero agents" in err.reason
+
+
+def _load(tmp_path, text: str, name: str = "ok.xml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return load_commonroad(path)
+
+
+def test_a_map_without_dynamic_obstacles_is_the_ego_alone(tmp_path):
+    record = _load(tmp_path, document(""))
+    assert record.num_agents == 1 and float(record.scenario.agents.speed[0]) == 10.0
+
+
+def test_without_a_planning_problem_the_first_obstacle_is_the_ego(tmp_path):
+    record = _load(tmp_path, document(obstacle(5, 40.0) + obstacle(6, 70.0)).replace(PROBLEM, ""))
+    sc = record.scenario
+    assert record.num_agents == 2 and int(sc.ego_index) == 0
+    # re-centred on the ego's start: obstacle 5 at x = 40 is the origin, obstacle 6 30 m ahead
+    assert float(sc.agents.x[0]) == 0.0 and float(sc.agents.x[1]) == 30.0
+    assert not bool(sc.log.replay[0])  # the ego is driven, not replayed
+
+
+def test_point_mass_states_take_the_velocity_direction(tmp_path):
+    pm = (
+        "<state><position><point><x>{x}</x><y>{y}</y></point></position><time><exact>{t}</exact></time>"
+        "<velocity><exact>3</exact></velocity><velocityY><exact>4</exact></velocityY></state>"
+    )
+    states = "".join(pm.format(x=40 + 0.3 * t, y=0.4 * t, t=t) for t in range(1, 4))
+    text = document(obstacle(7)).replace(
+        text_between(document(obstacle(7)), "<trajectory>", "</trajectory>"), states
+    )
+    log = _load(tmp_path, text).scenario.log
+    assert float(log.speed[1, 1]) == pytest.approx(5.0)
+    assert float(log.heading[1, 1]) == pytest.approx(np.arctan2(4, 3), abs=1e-6)
+
+
+def test_an_occupancy_set_prediction_gives_the_shape_centres(tmp_path):
+    occ = (
+        "<occupancy><shape><rectangle><length>4.5</length><width>1.8</width><orientation>0.1</orientation>"
+        "<center><x>{x}</x><y>0</y></center></rectangle></shape><time><exact>{t}</exact></time></occupancy>"
+    )
+    body = document(obstacle(8))
+    sets = "<occupancySet>" + "".join(occ.format(x=40 + 2 * t, t=t) for t in range(1, 5)) + "</occupancySet>"
+    text = body.replace(
+        "<trajectory>" + text_between(body, "<trajectory>", "</trajectory>") + "</trajectory>", sets
+    )
+    sc = _load(tmp_path, text).scenario
+    log = sc.log
+    origin = 10.0  # the ego's start
+    np.testing.assert_allclose(
+        np.asarray(log.xy)[1:5, 1, 0], [42 - origin, 44 - origin, 46 - origin, 48 - origin]
+    )
+    assert float(log.speed[2, 1]) == pytest.approx(20.0)  # 2 m per 0.1 s step
+    assert float(log.heading[2, 1]) == pytest.approx(0.1, abs=1e-6)
+
+
+def test_two_files_with_one_benchmark_id_get_two_scenario_ids(tmp_path):
+    a = _load(tmp_path, document(obstacle(1)), "TEST-1.xml")
+    b = _load(tmp_path, document(obstacle(1)), "TEST-1_copy.xml")
+    assert int(a.scenario.scenario_id) != int(b.scenario.scenario_id)
+    assert a.name == "TEST-1" and b.name == "TEST-1 (TEST-1_copy.xml)"
+
+
+def text_between(text: str, start: str, end: str) -> str:
+    i = text.index(start) + len(start)
+    return text[i : text.index(end, i)]
 
 
 def test_too_many_agents(tmp_path):

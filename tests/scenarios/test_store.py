@@ -85,7 +85,7 @@ def test_corrupt_row_names_field(tmp_path):
     pq.write_table(table, path)
     with pytest.raises(ScenarioError) as info:
         StoreSource(path).load(0)
-    assert info.value.field == "agents_x" and info.value.path == str(path)
+    assert info.value.field == "num_agents" and info.value.path == str(path)
 
 
 def test_writer_rejects_bad_scenario_and_leaves_no_file(tmp_path):
