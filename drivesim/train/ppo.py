@@ -136,7 +136,12 @@ def collect(
         action = mean + std * env_noise(step_key, env.env_id)
         value = networks.critic_value(params, obs)
         new_env, new_obs, out = env_step(pool, env, action, cfg.env, cfg.ppo.num_envs, step_index)
-        final_value = networks.critic_value(params, out.final_obs)
+        final_value = jax.lax.cond(  # only where some episode hit its time limit (1 step in 80)
+            jnp.any(out.truncated),
+            lambda o: networks.critic_value(params, o),
+            lambda o: jnp.zeros(o.shape[:-1], o.dtype),
+            out.final_obs,
+        )
         tr = Transition(
             obs=obs,
             action=action,
