@@ -50,7 +50,7 @@ def _all_commands(cmd=GROUP, path=()):
 def _heading_commands(heading: str) -> list:
     """Commands named in a heading: `drivesim bench engine|pipeline|memory` gives three."""
     out = []
-    for match in re.finditer(r"drivesim ((?:[a-z][a-z|]*(?: |`|$))+)", heading):
+    for match in re.finditer(r"drivesim ((?:[a-z][a-z0-9|]*(?: |`|$))+)", heading):
         words = match.group(1).replace("`", " ").split()
         alternatives: list[list[str]] = [[]]
         for word in words:
