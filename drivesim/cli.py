@@ -46,13 +46,22 @@ def main() -> None:
     drivesim.parallel.determinism). Compiled programs are cached between runs
     (drivesim.parallel.compile_cache; DRIVESIM_JAX_CACHE=DIR or off).
     """
-    from drivesim.commands.errors import run_app
-    from drivesim.parallel import compile_cache, cpu_devices, determinism
+    import sys
 
-    cpu_devices.enable()
-    determinism.configure()  # DRIVESIM_FMA_FREE=1: FMA-free programs
-    compile_cache.enable()  # persistent compilation cache (DRIVESIM_JAX_CACHE=off: none)
-    run_app(app)  # one line "drivesim: error: ..." and exit 2 (usage) / 1 (failure)
+    from drivesim.pipeline.interrupt import exit_status, sigterm_interrupts
+
+    with sigterm_interrupts():  # SIGTERM from the first line on: a clean stop, exit 143
+        try:
+            from drivesim.commands.errors import run_app
+            from drivesim.parallel import compile_cache, cpu_devices, determinism
+
+            cpu_devices.enable()
+            determinism.configure()  # DRIVESIM_FMA_FREE=1: FMA-free programs
+            compile_cache.enable()  # persistent compilation cache (DRIVESIM_JAX_CACHE=off: none)
+            run_app(app)  # one line "drivesim: error: ..." and exit 2 (usage) / 1 (failure)
+        except KeyboardInterrupt as stop:  # before a command could say what it saved
+            print(f"drivesim: interrupted by {getattr(stop, 'signal_name', 'SIGINT')}", file=sys.stderr)
+            sys.exit(exit_status(stop))
 
 
 if __name__ == "__main__":

@@ -219,10 +219,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         num_processes: Annotated[
-            int | None, typer.Option(help="Multi-process run: processes (else DRIVESIM_NUM_PROCESSES).")
+            int | None,
+            typer.Option(help="Multi-process run: processes (else DRIVESIM_NUM_PROCESSES).", min=1),
         ] = None,
         process_id: Annotated[
-            int | None, typer.Option(help="Multi-process run: rank (else DRIVESIM_PROCESS_ID).")
+            int | None, typer.Option(help="Multi-process run: rank (else DRIVESIM_PROCESS_ID).", min=0)
         ] = None,
         cluster: Annotated[
             str | None,
@@ -245,10 +246,20 @@ def register(app: typer.Typer) -> None:
         from drivesim.pipeline.config import CampaignConfig, is_user_code, read_config
         from drivesim.pipeline.validation import ConfigError
 
-        _join_processes(coordinator, num_processes, process_id)
-
         if directory is not None and out is not None and directory.resolve() != out.resolve():
             raise ConfigError(f"run {directory} --out {out}: two campaign directories; name one")
+        if workers is not None and cluster is None:
+            raise ConfigError(f"--workers {workers}: workers are Ray workers; add --cluster ray (or drop it)")
+        if num_processes is not None and process_id is not None and process_id >= num_processes:
+            raise ConfigError(
+                f"--process-id {process_id}: ranks of {num_processes} processes are 0..{num_processes - 1}"
+            )
+        if sweep is not None and policy != "idm":
+            raise ConfigError(
+                f"--sweep {sweep} varies the IDM ego's parameters; it cannot go with --policy {policy}"
+            )
+        _join_processes(coordinator, num_processes, process_id)
+
         target = directory or out
         if resume:
             if target is None:
@@ -487,6 +498,8 @@ def _check_outcome(result, directory, console) -> None:
             f"{result.failed_batches} batches failed to run (see the ledger's batches.error); "
             f"rerun to retry them: drivesim run --resume {directory}"
         )
+    if not result.total:
+        raise CampaignFailed(f"nothing to compute: the sources of {directory} hold no scenarios")
     if result.total and result.done - result.failed <= 0:
         raise CampaignFailed(f"nothing was computed: all {result.total:,} scenarios failed to load")
 

@@ -77,9 +77,11 @@ def run_app(app) -> None:
     """Run the typer ``app``; map every exception to one line and an exit status."""
     try:
         result = app(standalone_mode=False)
-    except KeyboardInterrupt:
-        print("drivesim: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as stop:  # Ctrl-C (130) or SIGTERM (143, drivesim.pipeline.interrupt)
+        from drivesim.pipeline.interrupt import exit_status
+
+        print(f"drivesim: interrupted by {getattr(stop, 'signal_name', 'SIGINT')}", file=sys.stderr)
+        sys.exit(exit_status(stop))
     except typer.Abort:
         print("drivesim: aborted", file=sys.stderr)
         sys.exit(130)

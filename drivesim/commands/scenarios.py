@@ -26,7 +26,10 @@ def register(app: typer.Typer) -> None:
             typer.Option("--replay/--idm", help="Non-ego agents replay their logs, or are driven by IDM."),
         ] = False,
         dt: Annotated[
-            float, typer.Option("--dt", help="Simulation time step [s]; logs are resampled to it.")
+            float,
+            typer.Option(
+                "--dt", help="Simulation time step [s]; logs are resampled to it.", min=1e-3, max=10.0
+            ),
         ] = 0.1,
     ) -> None:
         """Import CommonRoad scenarios (2018b and 2020a) into a store; bad files are
@@ -88,7 +91,13 @@ def register(app: typer.Typer) -> None:
         count: Annotated[int, typer.Option("--count", min=1, help="Number of scenarios to generate.")],
         out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
         seed: Annotated[
-            int, typer.Option("--seed", help="Campaign seed (a scenario derives from seed, family, id).")
+            int,
+            typer.Option(
+                "--seed",
+                help="Campaign seed (a scenario derives from seed, family, id).",
+                min=0,
+                max=2**32 - 1,
+            ),
         ] = 0,
         first_id: Annotated[
             int, typer.Option("--first-id", min=0, help="Global id of the first scenario.")
@@ -173,6 +182,9 @@ def _import(open_source, out: Path) -> None:
     except ScenarioError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
+    if len(source) == 0:
+        typer.echo(f"error: {source.name}: no scenario files there", err=True)
+        raise typer.Exit(2)
     failed = 0
     with StoreWriter(out) as writer:
         for position in range(len(source)):

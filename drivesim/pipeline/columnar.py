@@ -101,7 +101,7 @@ class ColumnarPlanner(Planner):
     def _columns(self, table, start: int, batch: PlannedBatch) -> HostWork:
         """HostWork of one batch from the window table; record by record if that fails."""
         positions = np.asarray(batch.positions, np.int64)
-        if batch.size_class:
+        if batch.size_class and not np.any(self.source.repeated(positions)):
             try:
                 scenario, infos = decode_batch(
                     table, positions - start, positions, self.settings.padded_batch, str(self.source.path)

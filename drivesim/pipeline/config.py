@@ -179,25 +179,28 @@ def read_config(directory: pathlib.Path) -> CampaignConfig:
     try:
         with path.open("rb") as fh:
             return from_dict(tomllib.load(fh))
-    except (tomllib.TOMLDecodeError, TypeError, ValueError) as exc:
+    except (tomllib.TOMLDecodeError, TypeError, ValueError, RecursionError) as exc:
         from drivesim.pipeline.validation import ConfigError
 
         raise ConfigError(f"{path}: not a valid campaign config ({exc})") from None
 
 
 def check_same_campaign(stored: CampaignConfig, new: CampaignConfig, directory) -> None:
-    """Raise ValueError naming the differing fields if ``new`` is not a resume of ``stored``."""
+    """Raise ConfigError (a usage error: exit status 2) naming the differing fields if ``new``
+    is not a resume of ``stored``."""
+    from drivesim.pipeline.validation import ConfigError
+
     a, b = stored.identity(), new.identity()
     diff = [k for k in IDENTITY_FIELDS if a.get(k) != b.get(k)]
     grown = len(a["sources"]) - len(b["sources"])
     if diff == ["sources"] and grown > 0 and a["sources"][: len(b["sources"])] == b["sources"]:
-        raise ValueError(
+        raise ConfigError(
             f"{directory} holds this campaign grown by {grown} more sources (catalogue refinement rounds); "
             f"resume it with drivesim run --resume {directory} or drivesim refine {directory}"
         )
     if diff:
         detail = ", ".join(f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in diff)
-        raise ValueError(
+        raise ConfigError(
             f"{directory} holds a different campaign ({detail}); use another --out, or --resume {directory}"
         )
 
@@ -234,7 +237,7 @@ def read_sweep(path: str) -> list[dict]:
         else:
             with p.open("rb") as fh:
                 data = tomllib.load(fh)
-    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError and TOMLDecodeError are ValueErrors
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # JSON/TOMLDecodeError: ValueErrors
         kind = "JSON" if p.suffix == ".json" else "TOML"
         raise ConfigError(f"sweep file {p}: not valid {kind} ({exc})") from None
     variants = data.get("policy", []) if isinstance(data, dict) else data

@@ -12,7 +12,14 @@ import pathlib
 
 from drivesim.pipeline.validation import ConfigError
 
-OWN_FILES = ("campaign.toml", "ledger.sqlite", "ledger.sqlite-wal", "ledger.sqlite-shm", "sessions.jsonl")
+OWN_FILES = (
+    "campaign.toml",
+    "ledger.sqlite",
+    "ledger.sqlite-wal",
+    "ledger.sqlite-shm",
+    "sessions.jsonl",
+    ".drivesim.lock",
+)
 OWN_DIRS = ("results",)
 
 
@@ -24,9 +31,28 @@ def refuse_campaign_file(directory, target, option: str = "--out") -> None:
     path = pathlib.Path(target).resolve()
     own = {root / name for name in OWN_FILES}
     inside = any(path == root / d or root / d in path.parents for d in OWN_DIRS)
-    if path in own or inside or path == root:
-        what = "directory" if path == root else str(path.relative_to(root))
+    linked = path.exists() and any(_same(path, f) for f in _campaign_files(root))  # a hard link
+    if path in own or inside or path == root or linked:
+        what = (
+            "directory"
+            if path == root
+            else (str(path.relative_to(root)) if root in path.parents else "file (a link to it)")
+        )
         raise ConfigError(
             f"{option} {target}: that is the campaign's own {what} in {directory}; writing it would "
             "destroy the campaign. Choose another file"
         )
+
+
+def _campaign_files(root: pathlib.Path):
+    yield from (root / name for name in OWN_FILES)
+    for d in OWN_DIRS:
+        if (root / d).is_dir():
+            yield from (root / d).iterdir()
+
+
+def _same(a: pathlib.Path, b: pathlib.Path) -> bool:
+    try:
+        return b.exists() and a.samefile(b)
+    except OSError:
+        return False

@@ -327,7 +327,10 @@ def query(directory, sql: str, unsafe: bool = False) -> pa.Table:
     if not unsafe:
         lock_down(con, directory)
     try:
-        return _arrow(con.sql(sql))
+        relation = con.sql(sql)
+        if relation is None:  # only comments, or a statement that returns no rows
+            raise ConfigError('SQL: no query that returns rows; e.g. "SELECT count(*) FROM results"')
+        return _arrow(relation)
     finally:
         con.close()
 

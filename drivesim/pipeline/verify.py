@@ -17,7 +17,7 @@ import pathlib
 import sqlite3
 from dataclasses import dataclass, field
 
-from drivesim.pipeline.ledger import LEDGER_NAME, Ledger, ShardCheck
+from drivesim.pipeline.ledger import LEDGER_NAME, Ledger, ShardCheck, damaged
 
 RESULTS_DIR = "results"
 
@@ -212,13 +212,19 @@ def sound_shards(directory: pathlib.Path) -> tuple[list[pathlib.Path], list[str]
     con = _connect(directory, readonly=True)
     try:
         done = _done_rows(con, stat=True)
+    except sqlite3.DatabaseError as err:
+        raise damaged(directory / LEDGER_NAME, err) from None
     finally:
         con.close()
-    paths, problems = [], []
+    paths, problems, seen = [], [], set()
     for batch_id, shard, rows, digest, size, mtime_ns in done:
         why = _reader_check(directory, shard, rows, digest, size, mtime_ns)
+        path = directory / RESULTS_DIR / pathlib.PurePath(shard or "").name
+        if why is None and path in seen:
+            why = "names a shard another done batch names (read once)"
         if why is None:
-            paths.append(directory / RESULTS_DIR / pathlib.PurePath(shard).name)
+            paths.append(path)
+            seen.add(path)
         else:
             problems.append(f"batch {batch_id} ({shard}): {why}")
     return paths, problems

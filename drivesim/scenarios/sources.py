@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import Any
 
 from drivesim.core.validate import ScenarioError, validate_scenario
 from drivesim.scenarios.record import ScenarioRecord
@@ -118,22 +119,49 @@ class StoreSource(ScenarioSource):
         self.store = ScenarioStore(path)
         self.path = Path(path)
         self.name = f"store:{path}"
-        self._ids = None
+        self._ids: Any = None
+        self._first: Any = None
 
     def __len__(self) -> int:
         return len(self.store)
 
     def load(self, position: int) -> ScenarioRecord:
         self._check(position)
+        first = self.first_row_of(position)
+        if first != position:
+            sid = self.scenario_id_at(position)
+            reason = f"scenario id {sid} is also row {first}'s (one result row per id)"
+            raise ScenarioError(reason, path=str(self.path), scenario_id=sid, field="scenario_id")
         record = self.store.load(position)
         validate_scenario(record.scenario, where=f"{self.path}#{record.scenario_id}")
         return record
 
     def scenario_id_at(self, position: int) -> int:
         """The stored id of row ``position`` (read once for the whole store)."""
+        return int(self._stored_ids()[position])
+
+    def first_row_of(self, position: int) -> int:
+        """The first row holding row ``position``'s id (``position`` itself unless repeated:
+        a repeated id is a failed row, results keep one row per id)."""
+        self._stored_ids()
+        return int(self._first[position])
+
+    def repeated(self, positions):
+        """(n,) bool: which of rows ``positions`` repeat an earlier row's id."""
+        import numpy as np
+
+        self._stored_ids()
+        positions = np.asarray(positions, np.int64)
+        return self._first[positions] != positions
+
+    def _stored_ids(self):
+        import numpy as np
+
         if self._ids is None:
-            self._ids = self.store.reader().read(columns=["scenario_id"]).column(0).to_numpy()
-        return int(self._ids[position])
+            ids = self.store.reader().read(columns=["scenario_id"]).column(0).to_numpy()
+            _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+            self._ids, self._first = ids, first[inverse.reshape(-1)]
+        return self._ids
 
     def describe(self) -> str:
         return f"scenario store {self.path}: {len(self)} scenarios"

@@ -86,9 +86,12 @@ def _open(path):
     if not path.is_file():
         raise PolicyFileError(f"{path}: policy file not found")
     try:
-        return np.load(path, allow_pickle=False)
-    except Exception as exc:  # zipfile / format errors of a corrupt file
-        raise PolicyFileError(f"{path}: not a readable .npz policy file ({exc})") from exc
+        data = np.load(path, allow_pickle=False)
+    except Exception:  # zipfile / format errors of a corrupt file (numpy's text blames pickles)
+        raise PolicyFileError(f"{path}: not a .npz policy file (not a zip of .npy arrays)") from None
+    if not hasattr(data, "files"):  # a bare .npy array
+        raise PolicyFileError(f"{path}: not a .npz policy file (a single .npy array)")
+    return data
 
 
 def _array(path, data, name: str) -> np.ndarray:
@@ -101,8 +104,10 @@ def _array(path, data, name: str) -> np.ndarray:
         if raw.dtype.kind not in "fiu":
             raise ValueError(f"dtype {raw.dtype}, not numbers")
         return np.asarray(raw, np.float32)
-    except ValueError as exc:
+    except (ValueError, OSError, EOFError) as exc:
         raise PolicyFileError(f"{path}: array {name!r} is not a numeric array ({exc})") from None
+    except MemoryError:  # a header claiming a shape far larger than the file
+        raise PolicyFileError(f"{path}: array {name!r} claims more memory than there is") from None
 
 
 def _meta(path, data) -> dict:

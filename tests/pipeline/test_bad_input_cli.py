@@ -175,3 +175,52 @@ def test_a_negative_stall_timeout_is_refused(tmp_path):
     proc = _drivesim("run", "--count", "4", "--stall-timeout", "-1", "--out", tmp_path / "c")
     assert proc.returncode == 2 and "stall-timeout" in proc.stderr
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize(
+    "command, words",
+    [
+        (("run", "--count", "4", "--workers", "2", "--out", "{tmp}/c"), "--cluster"),
+        (
+            ("run", "--count", "4", "--policy", "constant", "--sweep", "{tmp}/s.toml", "--out", "{tmp}/c"),
+            "IDM",
+        ),
+        (("run", "--count", "4", "--num-processes", "2", "--process-id", "5", "--out", "{tmp}/c"), "0..1"),
+        (("run", "--count", "4", "--num-processes", "-1", "--out", "{tmp}/c"), "num-processes"),
+        (("import", "commonroad", "{tmp}", "--dt", "0", "--out", "{tmp}/s.parquet"), "--dt"),
+        (
+            ("scenarios", "generate", "highway", "--count", "2", "--seed", "-1", "--out", "{tmp}/g.parquet"),
+            "--seed",
+        ),
+        (("import", "womd", "{tmp}", "--out", "{tmp}/w.parquet"), "no scenario files"),
+        (("query", "{dir}", "/* only a comment */"), "no query"),
+        (("report", "{tmp}/missing"), "no such directory"),
+        (("report", "{tmp}"), "nothing to report"),
+        (("export", "{dir}", "--out", "{dir}/.drivesim.lock"), "campaign's own"),
+    ],
+)
+def test_more_usage_errors_are_one_line_with_exit_2(campaign, tmp_path, command, words):
+    (tmp_path / "s.toml").write_text("[[policy]]\nT = 1.2\n")
+    proc = _drivesim(*(part.format(dir=campaign, tmp=tmp_path) for part in command))
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert words in _error(proc)
+    assert not (tmp_path / "c").exists()
+
+
+def test_an_export_onto_a_hard_link_of_a_campaign_file_is_refused(campaign, tmp_path):
+    before = _digest(campaign)
+    link = tmp_path / "innocent.csv"
+    os.link(campaign / "campaign.toml", link)
+    proc = _drivesim("export", campaign, "--out", link)
+    assert proc.returncode == 2 and "a link to it" in _error(proc)
+    assert _digest(campaign) == before
+
+
+def test_a_deeply_nested_campaign_toml_is_a_usage_error(campaign, tmp_path):
+    import shutil
+
+    copy = tmp_path / "c"
+    shutil.copytree(campaign, copy)
+    (copy / "campaign.toml").write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    proc = _drivesim("run", "--resume", copy)
+    assert proc.returncode == 2 and "campaign.toml" in _error(proc)

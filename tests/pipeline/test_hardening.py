@@ -269,3 +269,15 @@ def test_readers_leave_out_and_name_missing_and_foreign_shards(reference, copy, 
     assert "outside the campaign's results/" in lines[0] and "missing" in lines[0]
     report = check_campaign(copy)
     assert len(report.missing) + len(report.damaged) == 4
+
+
+def test_a_shard_two_done_batches_name_is_read_once(reference, copy):
+    import sqlite3
+
+    con = sqlite3.connect(copy / "ledger.sqlite")
+    first, second = con.execute("SELECT batch_id, shard FROM batches ORDER BY batch_id LIMIT 2").fetchall()
+    con.execute("UPDATE batches SET shard=? WHERE batch_id=?", (first[1], second[0]))
+    con.commit()
+    con.close()
+    n = results.query(copy, "SELECT count(*) AS n FROM results").column("n")[0].as_py()
+    assert n == COUNT - 8  # the first batch's rows once, the second batch's left out

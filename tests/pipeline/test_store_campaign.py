@@ -144,3 +144,19 @@ def test_stored_ids_are_the_result_ids(tmp_path):
     from drivesim.report.replay import locate
 
     assert locate(tmp_path / "fast", 1007).scenario_id == 1007
+
+
+def test_a_repeated_stored_id_is_a_failed_row(tmp_path):
+    """Two rows with one id would be two result rows with one scenario_id: the later row fails
+    naming the earlier, on both loaders."""
+    path = _store(tmp_path)
+    _damage(path, 9, "scenario_id", 2)
+    for name, source in (("fast", StoreSource(path)), ("slow", MixedSource([StoreSource(path)]))):
+        result = run_campaign(small_config(tmp_path / name, sources=()), source=source)
+        assert result.failed == 1, name
+        rows = results.query(tmp_path / name, "SELECT scenario_id, status, error FROM results").to_pylist()
+        assert sorted(r["scenario_id"] for r in rows if r["status"] == "ok") == [
+            i for i in range(COUNT) if i != 9
+        ]
+        failed = [r for r in rows if r["status"] == "failed"]
+        assert failed[0]["scenario_id"] == 2 and "also row 2" in failed[0]["error"], failed

@@ -35,7 +35,7 @@ def test_missing_and_corrupt_files(tmp_path):
         load_policy(tmp_path / "nope.npz")
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
-    with pytest.raises(PolicyFileError, match="bad.npz: not a readable"):
+    with pytest.raises(PolicyFileError, match="bad.npz: not a .npz policy file"):
         load_policy(bad)
 
 
