@@ -92,6 +92,7 @@ class CampaignConfig:
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
+        self._check_types()
         auto = self.batch_size == "auto"
         if not auto and not (isinstance(self.batch_size, int) and not isinstance(self.batch_size, bool)):
             raise ValueError(f"CampaignConfig.batch_size: a number or 'auto', got {self.batch_size!r}")
@@ -109,6 +110,26 @@ class CampaignConfig:
             from drivesim.pipeline.validation import ConfigError  # a usage error (exit status 2)
 
             raise ConfigError(f"CampaignConfig.policy: {err}") from None
+
+    def _check_types(self) -> None:
+        """ConfigError naming the field whose value has the wrong type (an edited campaign.toml)."""
+        kinds = {
+            int: ("count", "window_batches", "num_steps", "seed", "loader_threads", "prefetch", "retries"),
+            bool: ("lane_changes", "occlusion"),
+            str: ("policy", "backend", "out"),
+        }
+        for kind, names in kinds.items():
+            for name in names:
+                value = getattr(self, name)
+                if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                    from drivesim.pipeline.validation import ConfigError
+
+                    wanted = {int: "an integer", bool: "true or false", str: "a string"}[kind]
+                    raise ConfigError(f"CampaignConfig.{name}: expected {wanted}, got {value!r}")
+        if not isinstance(self.sources, tuple) or not all(isinstance(x, str) for x in self.sources):
+            from drivesim.pipeline.validation import ConfigError
+
+            raise ConfigError(f"CampaignConfig.sources: expected source specs, got {self.sources!r}")
 
     def identity(self) -> dict:
         """The fields a resume must match (JSON-comparable; max_agents only when set and

@@ -45,8 +45,9 @@ def test_registry_names_and_clear_errors():
         SimConfig(policy="nope")
     with pytest.raises(ValueError, match="CampaignConfig.policy: policy 'idm:x': idm takes no argument"):
         CampaignConfig(policy="idm:x")
+    config = CampaignConfig(policy="no_such_module_here:X")  # a config is data: nothing imported yet
     with pytest.raises(ValueError, match="cannot import 'X' from 'no_such_module_here'"):
-        CampaignConfig(policy="no_such_module_here:X")
+        policy_spec(config)  # what run does before writing anything
 
 
 def test_user_policy_from_the_cli(tmp_path, monkeypatch):
