@@ -48,7 +48,7 @@ def main() -> None:
     """
     import sys
 
-    from drivesim.pipeline.interrupt import exit_status, sigterm_interrupts
+    from drivesim.pipeline.interrupt import exit_status, signal_name, sigterm_interrupts
 
     with sigterm_interrupts():  # SIGTERM from the first line on: a clean stop, exit 143
         try:
@@ -60,7 +60,7 @@ def main() -> None:
             compile_cache.enable()  # persistent compilation cache (DRIVESIM_JAX_CACHE=off: none)
             run_app(app)  # one line "drivesim: error: ..." and exit 2 (usage) / 1 (failure)
         except KeyboardInterrupt as stop:  # before a command could say what it saved
-            print(f"drivesim: interrupted by {getattr(stop, 'signal_name', 'SIGINT')}", file=sys.stderr)
+            print(f"drivesim: interrupted by {signal_name(stop)}", file=sys.stderr)
             sys.exit(exit_status(stop))
 
 

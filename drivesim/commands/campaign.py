@@ -470,9 +470,9 @@ def _refuse_uncounted(sources, count: int) -> None:
 
 def _exit_interrupted(console, stop: KeyboardInterrupt, directory) -> None:
     """One line of what a signal left saved, then the signal's exit status."""
-    from drivesim.pipeline.interrupt import exit_status
+    from drivesim.pipeline.interrupt import exit_status, signal_name
 
-    name = getattr(stop, "signal_name", "SIGINT")
+    name = signal_name(stop)
     saved = getattr(stop, "saved", None)
     what = (
         f"{saved['done']:,} of {saved['total']:,} scenarios saved ({saved['this_run']:,} in this run)"

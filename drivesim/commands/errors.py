@@ -78,9 +78,9 @@ def run_app(app) -> None:
     try:
         result = app(standalone_mode=False)
     except KeyboardInterrupt as stop:  # Ctrl-C (130) or SIGTERM (143, drivesim.pipeline.interrupt)
-        from drivesim.pipeline.interrupt import exit_status
+        from drivesim.pipeline.interrupt import exit_status, signal_name
 
-        print(f"drivesim: interrupted by {getattr(stop, 'signal_name', 'SIGINT')}", file=sys.stderr)
+        print(f"drivesim: interrupted by {signal_name(stop)}", file=sys.stderr)
         sys.exit(exit_status(stop))
     except typer.Abort:
         print("drivesim: aborted", file=sys.stderr)

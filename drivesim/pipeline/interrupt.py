@@ -27,7 +27,8 @@ def sigterm_interrupts():
         return
 
     def handler(signum, frame):
-        raise Interrupted(signal.Signals(signum).name)
+        _RECEIVED.append(signal.Signals(signum).name)
+        raise Interrupted(_RECEIVED[-1])
 
     previous = signal.signal(signal.SIGTERM, handler)
     try:
@@ -36,7 +37,15 @@ def sigterm_interrupts():
         signal.signal(signal.SIGTERM, previous)
 
 
+_RECEIVED: list[str] = []  # signals the handler turned into Interrupted, in order
+
+
+def signal_name(stop: KeyboardInterrupt) -> str:
+    """The signal behind ``stop``: its own name, else the last one the handler received (a
+    library may re-raise a plain KeyboardInterrupt in its place), else SIGINT."""
+    return getattr(stop, "signal_name", None) or (_RECEIVED[-1] if _RECEIVED else "SIGINT")
+
+
 def exit_status(stop: KeyboardInterrupt) -> int:
     """The shell's status of a process stopped by the signal: 128 + its number."""
-    name = getattr(stop, "signal_name", "SIGINT")
-    return 128 + int(getattr(signal, name, signal.SIGINT))
+    return 128 + int(getattr(signal, signal_name(stop), signal.SIGINT))

@@ -58,7 +58,9 @@ class SyntheticSource(ScenarioSource):
         if not families or unknown:
             raise ValueError(f"unknown synthetic family {unknown or families}; known: {sorted(FAMILIES)}")
         if first_id + count - 1 > 2**31 - 1:
-            raise ValueError("synthetic scenario ids must fit in int32")
+            raise ValueError(
+                f"synthetic scenario ids must fit in int32: first id {first_id} + count {count} > 2^31"
+            )
         self.families = list(families)
         self.count = count
         self.seed = seed
