@@ -177,6 +177,9 @@ def _import(open_source, out: Path) -> None:
     from drivesim.scenarios.sources import ScenarioError
     from drivesim.scenarios.store import StoreWriter
 
+    if out.exists() and not out.is_file():
+        typer.echo(f"error: --out {out}: not a regular file (a device, pipe, socket or directory)", err=True)
+        raise typer.Exit(2)
     try:
         source = open_source()
     except ScenarioError as err:

@@ -24,9 +24,14 @@ OWN_DIRS = ("results",)
 
 
 def refuse_campaign_file(directory, target, option: str = "--out") -> None:
-    """ConfigError if ``target`` (a path) is one of campaign ``directory``'s own files."""
+    """ConfigError if ``target`` (a path) is one of campaign ``directory``'s own files, or an
+    existing file that is not a regular file (a device such as /dev/full, a FIFO, a socket:
+    an atomic write would rename the output over it)."""
     if target is None:
         return
+    existing = pathlib.Path(target)
+    if existing.exists() and not existing.is_file() and not existing.is_dir():
+        raise ConfigError(f"{option} {target}: not a regular file (a device, pipe or socket); choose a file")
     root = pathlib.Path(directory).resolve()
     path = pathlib.Path(target).resolve()
     own = {root / name for name in OWN_FILES}

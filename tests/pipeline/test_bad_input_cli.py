@@ -224,3 +224,15 @@ def test_a_deeply_nested_campaign_toml_is_a_usage_error(campaign, tmp_path):
     (copy / "campaign.toml").write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")
     proc = _drivesim("run", "--resume", copy)
     assert proc.returncode == 2 and "campaign.toml" in _error(proc)
+
+
+def test_an_output_onto_a_device_or_pipe_is_refused(campaign, tmp_path):
+    """An atomic write renames over its target: a device node or a FIFO would be replaced."""
+    import stat
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for command in (("report", campaign, "--no-viewers", "--out", fifo), ("export", campaign, "--out", fifo)):
+        proc = _drivesim(*command)
+        assert proc.returncode == 2 and "not a regular file" in _error(proc), proc.stderr
+        assert stat.S_ISFIFO(fifo.stat().st_mode)
