@@ -58,7 +58,7 @@ def test_null_engine_writes_the_real_schema(tmp_path, policies, backend):
     )
     result = run_campaign(config, engine=null_engine)
     assert result.done == 40 and result.failed == 0
-    table = results_table(tmp_path / "c")
+    table = results_table(tmp_path / "c").select(SCHEMA.names)  # the shards' columns (the view adds params)
     assert table.schema.remove_metadata() == SCHEMA.remove_metadata()
     assert table.num_rows == 40 * policies
     ids = np.asarray(table.column("scenario_id"))

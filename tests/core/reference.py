@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drivesim.core.types import CYCLIST, PEDESTRIAN
+from drivesim.core.types import CYCLIST, IDM_DEFAULTS, PEDESTRIAN
 
 from .reference_boxes import box_corners, polygon_overlap, sat_separation  # noqa: F401
 from .reference_order import bent_alone, route_groups
@@ -310,7 +310,9 @@ class ReferenceSim:
             if k < len(weights) - 1:
                 h = np.tanh(h)
         u = np.tanh(h)
-        accel = u[0] * self.cfg.max_accel if u[0] >= 0 else -u[0] * self.cfg.min_accel
+        correction_accel = u[0] * self.cfg.max_accel if u[0] >= 0 else -u[0] * self.cfg.min_accel
+        # the learned acceleration corrects the ego's IDM follower (published defaults)
+        accel = self._follow(self.v[e], gap[e], lead_v[e], dict(IDM_DEFAULTS)) + correction_accel
         tan_max = math.tan(self.cfg.max_steer)
         correction = math.tan(
             float(np.clip(u[1] * self.cfg.max_steer, -self.cfg.max_steer, self.cfg.max_steer))

@@ -16,9 +16,12 @@ def test_report_command_writes_file(campaign_dir, tmp_path):
 
 
 def test_report_command_rejects_missing_directory(tmp_path):
+    """A usage error (ConfigError: the CLI prints one line and exits 2, see
+    tests/pipeline/test_bad_input_cli.py)."""
+    from drivesim.pipeline.validation import ConfigError
+
     result = CliRunner().invoke(app, ["report", str(tmp_path / "missing")])
-    assert result.exit_code == 2
-    assert "not a directory" in result.output
+    assert isinstance(result.exception, ConfigError) and "no such directory" in str(result.exception)
 
 
 def test_report_help_text():
