@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from drivesim.commands import run_outcome
 from drivesim.commands.report import ImportPolicyOpt
 from drivesim.pipeline.validation import BOUNDS
 
@@ -283,7 +284,7 @@ def register(app: typer.Typer) -> None:
             )
         else:
             if count is not None and source:
-                _refuse_uncounted(source, count)
+                run_outcome.refuse_uncounted(source, count)
             demo = not source and count is None
             config = CampaignConfig(
                 sources=_with_grid(tuple(source or ()), grid),
@@ -425,9 +426,9 @@ def _run(config, live_html: bool) -> None:
         with sigterm_interrupts(), view:
             result = run_campaign(config, progress=view.update)
     except CampaignStalled as err:
-        _exit_stalled(console, err)
+        run_outcome.exit_stalled(console, err)
     except KeyboardInterrupt as stop:
-        _exit_interrupted(console, stop, config.out)
+        run_outcome.exit_interrupted(console, stop, config.out)
     finally:
         if server is not None:
             server.stop()
@@ -446,74 +447,7 @@ def _run(config, live_html: bool) -> None:
     )
     if jax.process_index() == 0:  # one dashboard per multi-process campaign
         _write_dashboard(config.out, console)
-    _check_outcome(result, config.out, console)
-
-
-def _refuse_uncounted(sources, count: int) -> None:
-    """--count given where no source takes a count: a usage error, never ignored."""
-    from drivesim.pipeline.validation import ConfigError
-    from drivesim.scenarios.registry import SourceSpecError, kind_of
-
-    try:
-        kinds = [kind_of(spec) for spec in sources]
-    except SourceSpecError:
-        return  # the source check names the bad spec
-    if any(kind.counted for kind in kinds):
-        return
-    hint = ""
-    if any(kind.name == "catalogue" for kind in kinds):
-        hint = "; for N uniform samples: catalogue:FAMILY?NAME=LO:HI,...&samples=N"
-    raise ConfigError(
-        f"--count {count}: {', '.join(sources)} give the scenarios their arguments name, not a count{hint}"
-    )
-
-
-def _exit_interrupted(console, stop: KeyboardInterrupt, directory) -> None:
-    """One line of what a signal left saved, then the signal's exit status."""
-    from drivesim.pipeline.interrupt import exit_status, signal_name
-
-    name = signal_name(stop)
-    saved = getattr(stop, "saved", None)
-    what = (
-        f"{saved['done']:,} of {saved['total']:,} scenarios saved ({saved['this_run']:,} in this run)"
-        if saved
-        else "what was written is kept"
-    )
-    console.print(f"interrupted by {name}: {what}; drivesim run --resume {directory} goes on", soft_wrap=True)
-    raise typer.Exit(exit_status(stop))
-
-
-def _check_outcome(result, directory, console) -> None:
-    """Summarize failed scenarios (exit 0) and raise CampaignFailed (exit 1) when a batch
-    failed to run or nothing was computed."""
-    from drivesim.commands.errors import CampaignFailed
-    from drivesim.pipeline.outcome import failure_reasons
-
-    if result.failed:
-        console.print(f"[yellow]{result.failed:,} scenarios failed (bad input); top reasons:[/yellow]")
-        for reason, n in failure_reasons(directory):
-            console.print(f"  {n:>7,}  {reason}")
-    if result.failed_batches:
-        raise CampaignFailed(
-            f"{result.failed_batches} batches failed to run (see the ledger's batches.error); "
-            f"rerun to retry them: drivesim run --resume {directory}"
-        )
-    if not result.total:
-        raise CampaignFailed(f"nothing to compute: the sources of {directory} hold no scenarios")
-    if result.total and result.done - result.failed <= 0:
-        raise CampaignFailed(f"nothing was computed: all {result.total:,} scenarios failed to load")
-
-
-def _exit_stalled(console, err) -> None:
-    """Report a stalled campaign and exit 3 at once (stuck loader threads would block a
-    normal interpreter exit)."""
-    import os
-    import sys
-
-    console.print(f"[red]error:[/red] {err}")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(3)
+    run_outcome.check_outcome(result, config.out, console)
 
 
 def _start_server(directory, console):

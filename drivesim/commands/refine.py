@@ -32,7 +32,8 @@ def refine(
     import jax
     from rich.console import Console
 
-    from drivesim.commands.campaign import _check_outcome, _write_dashboard
+    from drivesim.commands.campaign import _write_dashboard
+    from drivesim.commands.run_outcome import check_outcome as _check_outcome
     from drivesim.pipeline.campaign import run_campaign
     from drivesim.pipeline.config import read_config
     from drivesim.pipeline.refinement import RefineSettings, RoundEvent, catalogue_parts, refine_campaign

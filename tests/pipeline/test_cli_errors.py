@@ -112,7 +112,7 @@ def _result(**changes) -> CampaignResult:
 def test_exit_codes_tell_the_truth(small):
     from rich.console import Console
 
-    from drivesim.commands.campaign import _check_outcome
+    from drivesim.commands.run_outcome import check_outcome as _check_outcome
 
     console = Console(file=open(os.devnull, "w"))  # noqa: SIM115
     _check_outcome(_result(), small, console)
