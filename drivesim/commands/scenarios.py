@@ -7,6 +7,12 @@ from typing import Annotated
 
 import typer
 
+StoreOut = Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")]
+ReplayDefault = Annotated[
+    bool,
+    typer.Option("--replay/--idm", help="Non-ego agents replay their logs (default), or are driven by IDM."),
+]
+
 
 def register(app: typer.Typer) -> None:
     """Add the scenario commands (``import`` and ``scenarios`` groups) to ``app``."""
@@ -44,13 +50,8 @@ def register(app: typer.Typer) -> None:
             list[Path],
             typer.Argument(help="Waymo Open Motion files in GPUDrive JSON, or directories of *.json."),
         ],
-        out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
-        replay: Annotated[
-            bool,
-            typer.Option(
-                "--replay/--idm", help="Non-ego agents replay their logs (default), or are driven by IDM."
-            ),
-        ] = True,
+        out: StoreOut,
+        replay: ReplayDefault = True,
     ) -> None:
         """Import Waymo Open Motion scenarios (GPUDrive's processed JSON) into a store; bad
         files are reported and skipped (exit code 1 if any failed)."""
@@ -66,13 +67,8 @@ def register(app: typer.Typer) -> None:
                 help="Argoverse 2 scenario_*.parquet files (their maps beside them), or directories."
             ),
         ],
-        out: Annotated[Path, typer.Option("--out", help="Scenario store (Parquet file) to write.")],
-        replay: Annotated[
-            bool,
-            typer.Option(
-                "--replay/--idm", help="Non-ego agents replay their logs (default), or are driven by IDM."
-            ),
-        ] = True,
+        out: StoreOut,
+        replay: ReplayDefault = True,
     ) -> None:
         """Import Argoverse 2 motion-forecasting scenarios into a store; bad files are reported
         and skipped (exit code 1 if any failed)."""

@@ -37,7 +37,7 @@ from drivesim.scenarios.commonroad import ImportConfig, Track, build_scenario
 from drivesim.scenarios.input_files import expand_paths, read_input
 from drivesim.scenarios.lanes import Lanelet
 from drivesim.scenarios.record import ScenarioRecord
-from drivesim.scenarios.sources import ScenarioSource
+from drivesim.scenarios.sources import RecordedFilesSource
 
 AV2_DT_S = 0.1
 KINDS = {
@@ -231,25 +231,17 @@ def _mean_gap(left: np.ndarray, right: np.ndarray) -> float:
     return float(np.mean(gap)) if math.isfinite(float(np.mean(gap))) else 0.0
 
 
-class Av2Source(ScenarioSource):
+class Av2Source(RecordedFilesSource):
     """AV2 scenario files (a directory expands to its ``scenario_*.parquet`` at any depth,
     sorted), each with its map beside it; one scenario per position."""
+
+    title = "Argoverse 2"
 
     def __init__(self, paths: list[Path], replay: bool = True, dt: float = AV2_DT_S):
         files: list[Path] = []
         for p in map(Path, paths):
             files += sorted(p.rglob("scenario_*.parquet")) if p.is_dir() else expand_paths([p], "*")
-        self.paths = files
-        self.config = ImportConfig(dt=dt, replay=replay)
-        self.name = "av2:" + ",".join(str(p) for p in paths)
+        super().__init__(files, "av2", paths, replay, dt)
 
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def load(self, position: int) -> ScenarioRecord:
-        self._check(position)
-        return load_av2(self.paths[position], self.config)
-
-    def describe(self) -> str:
-        mode = "replay" if self.config.replay else "IDM from recorded initial states"
-        return f"Argoverse 2: {len(self.paths)} scenarios ({mode})"
+    def load_file(self, path: Path, config) -> ScenarioRecord:
+        return load_av2(path, config)

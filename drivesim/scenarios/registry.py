@@ -15,6 +15,7 @@ process only.
 
 from __future__ import annotations
 
+import importlib
 import re
 import threading
 from collections.abc import Callable
@@ -288,39 +289,31 @@ register_source(
 register_source("store", _open_store, usage="store:PATH", inputs=lambda arg: ((arg, "*"),), counted=False)
 
 
-def _open_womd(arg: str, context: SourceContext) -> ScenarioSource:
-    from drivesim.scenarios.womd import WomdSource
-
-    idm, paths = _womd_paths(arg)
-    return WomdSource([Path(p) for p in paths], replay=not idm)
-
-
-def _womd_paths(arg: str) -> tuple[bool, list[str]]:
+def _traffic_paths(arg: str) -> tuple[bool, list[str]]:
+    """``[idm:]PATH[,PATH...]`` -> (IDM traffic instead of replay, paths)."""
     idm = arg.startswith("idm:")
     return idm, [p for p in arg.removeprefix("idm:").split(",") if p]
 
 
-def _open_av2(arg: str, context: SourceContext) -> ScenarioSource:
-    from drivesim.scenarios.av2 import Av2Source
+def _register_recorded(kind: str, source_class: str, glob: str) -> None:
+    """Register ``KIND:[idm:]PATH[,PATH...]`` for the RecordedFilesSource ``module:Class``."""
 
-    idm, paths = _womd_paths(arg)  # the same form: [idm:]PATH[,PATH...]
-    return Av2Source([Path(p) for p in paths], replay=not idm)
+    def opener(arg: str, context: SourceContext) -> ScenarioSource:
+        module, _, name = source_class.partition(":")
+        idm, paths = _traffic_paths(arg)
+        return getattr(importlib.import_module(module), name)([Path(p) for p in paths], replay=not idm)
+
+    register_source(
+        kind,
+        opener,
+        usage=f"{kind}:[idm:]PATH[,PATH...]",
+        inputs=lambda arg: tuple((p, glob) for p in _traffic_paths(arg)[1]),
+        counted=False,
+    )
 
 
-register_source(
-    "av2",
-    _open_av2,
-    usage="av2:[idm:]PATH[,PATH...]",
-    inputs=lambda arg: tuple((p, "*") for p in _womd_paths(arg)[1]),
-    counted=False,
-)
-register_source(
-    "womd",
-    _open_womd,
-    usage="womd:[idm:]PATH[,PATH...]",
-    inputs=lambda arg: tuple((p, "*.json") for p in _womd_paths(arg)[1]),
-    counted=False,
-)
+_register_recorded("av2", "drivesim.scenarios.av2:Av2Source", "*")
+_register_recorded("womd", "drivesim.scenarios.womd:WomdSource", "*.json")
 
 
 def _open_catalogue(arg: str, context: SourceContext) -> ScenarioSource:

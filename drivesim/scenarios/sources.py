@@ -87,29 +87,50 @@ class SyntheticSource(ScenarioSource):
         )
 
 
-class CommonRoadSource(ScenarioSource):
-    """CommonRoad XML files (a directory expands to its *.xml, sorted); one file per position."""
+class RecordedFilesSource(ScenarioSource):
+    """Recorded scenarios, one file per position, read by ``load_file(path, ImportConfig)``.
 
-    def __init__(self, paths: list[Path], replay: bool = False, dt: float = 0.1):
+    files: the expanded file list; kind: the spec's kind (``commonroad``...), for the name;
+    title: what the files are, for ``describe``; replay / dt: the ImportConfig."""
+
+    title = "recorded scenarios"
+
+    def __init__(self, files: list[Path], kind: str, paths, replay: bool, dt: float):
         from drivesim.scenarios.commonroad import ImportConfig
-        from drivesim.scenarios.input_files import expand_paths
 
-        self.paths = expand_paths(paths, "*.xml")
+        self.paths = files
         self.config = ImportConfig(dt=dt, replay=replay)
-        self.name = "commonroad:" + ",".join(str(p) for p in paths)
+        self.name = f"{kind}:" + ",".join(str(p) for p in paths)
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def load(self, position: int) -> ScenarioRecord:
-        from drivesim.scenarios.commonroad import load_commonroad
-
         self._check(position)
-        return load_commonroad(self.paths[position], self.config)
+        return self.load_file(self.paths[position], self.config)
+
+    def load_file(self, path: Path, config) -> ScenarioRecord:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def describe(self) -> str:
         mode = "replay" if self.config.replay else "IDM from recorded initial states"
-        return f"CommonRoad: {len(self.paths)} files ({mode})"
+        return f"{self.title}: {len(self.paths)} files ({mode})"
+
+
+class CommonRoadSource(RecordedFilesSource):
+    """CommonRoad XML files (a directory expands to its *.xml, sorted); one file per position."""
+
+    title = "CommonRoad"
+
+    def __init__(self, paths: list[Path], replay: bool = False, dt: float = 0.1):
+        from drivesim.scenarios.input_files import expand_paths
+
+        super().__init__(expand_paths(paths, "*.xml"), "commonroad", paths, replay, dt)
+
+    def load_file(self, path: Path, config) -> ScenarioRecord:
+        from drivesim.scenarios.commonroad import load_commonroad
+
+        return load_commonroad(path, config)
 
 
 class StoreSource(ScenarioSource):

@@ -42,7 +42,7 @@ from drivesim.scenarios.commonroad import ImportConfig, Track, build_scenario
 from drivesim.scenarios.input_files import expand_paths, read_input
 from drivesim.scenarios.lanes import Lanelet
 from drivesim.scenarios.record import ScenarioRecord
-from drivesim.scenarios.sources import ScenarioSource
+from drivesim.scenarios.sources import RecordedFilesSource
 
 WOMD_DT_S = 0.1
 LANE_WIDTH_M = 4.0
@@ -235,22 +235,14 @@ def _goal(ego: dict, origin: np.ndarray) -> np.ndarray | None:
     return np.array([x, y], float) - origin if ok else None
 
 
-class WomdSource(ScenarioSource):
+class WomdSource(RecordedFilesSource):
     """GPUDrive JSON files (a directory expands to its *.json, sorted); one file per position.
     replay: the other agents follow their log (default) or IDM from their initial state."""
 
+    title = "Waymo Open Motion (GPUDrive JSON)"
+
     def __init__(self, paths: list[Path], replay: bool = True, dt: float = WOMD_DT_S):
-        self.paths = expand_paths(paths, "*.json")
-        self.config = ImportConfig(dt=dt, replay=replay)
-        self.name = "womd:" + ",".join(str(p) for p in paths)
+        super().__init__(expand_paths(paths, "*.json"), "womd", paths, replay, dt)
 
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def load(self, position: int) -> ScenarioRecord:
-        self._check(position)
-        return load_womd(self.paths[position], self.config)
-
-    def describe(self) -> str:
-        mode = "replay" if self.config.replay else "IDM from recorded initial states"
-        return f"Waymo Open Motion (GPUDrive JSON): {len(self.paths)} files ({mode})"
+    def load_file(self, path: Path, config) -> ScenarioRecord:
+        return load_womd(path, config)
