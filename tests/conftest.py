@@ -45,31 +45,30 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("DRIVESIM_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
+def _shared(name: str, what: str) -> pathlib.Path:
+    """``SHARED_DATA/name``, or skip the test saying the data is absent."""
+    path = SHARED_DATA / name
+    if not path.is_dir():
+        pytest.skip(f"no {what} data at {path}")
+    return path
+
+
 @pytest.fixture(scope="session")
 def commonroad_dir() -> pathlib.Path:
     """The real CommonRoad files beside the project (skip if the checkout lacks them)."""
-    path = SHARED_DATA / "commonroad"
-    if not path.is_dir():
-        pytest.skip(f"no real CommonRoad data at {path}")
-    return path
+    return _shared("commonroad", "real CommonRoad")
 
 
 @pytest.fixture(scope="session")
 def womd_dir() -> pathlib.Path:
     """The Waymo Open Motion scenarios in GPUDrive JSON beside the project (skip if absent)."""
-    path = SHARED_DATA / "womd"
-    if not path.is_dir():
-        pytest.skip(f"no WOMD data at {path}")
-    return path
+    return _shared("womd", "WOMD")
 
 
 @pytest.fixture(scope="session")
 def av2_dir() -> pathlib.Path:
     """The Argoverse 2 scenario and map beside the project (skip if absent)."""
-    path = SHARED_DATA / "av2"
-    if not path.is_dir():
-        pytest.skip(f"no AV2 data at {path}")
-    return path
+    return _shared("av2", "AV2")
 
 
 @pytest.fixture(scope="session")
