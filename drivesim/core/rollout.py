@@ -67,8 +67,10 @@ class SimState:
     metrics: MetricsState
 
 
-def reset(scenario: Scenario, config: SimConfig) -> SimState:
-    """Initial SimState of one (unbatched) scenario: agents sorted along the road axis."""
+def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
+    """Initial SimState of one (unbatched) scenario: agents sorted along the road axis.
+    zone_on: the direct searches the program holds (see :func:`advance`); the first leaders
+    are searched as the steps search them."""
     ag = scenario.agents
     n = ag.x.shape[0]
     num_lanes = scenario.road.widths.shape[0]
@@ -126,8 +128,8 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
     proj = project(agents.x, agents.y, agents.seg)
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     reach = jnp.max(jnp.where(ag.valid, diag, 0.0))
-    zone = neighbours.zone_search(agents, proj, crossings, reach, config)
-    leaders = _leader_state(agents, proj, scenario, config, zone)
+    zone = neighbours.zone_search(agents, proj, crossings, reach, config, zone_on)
+    leaders = _leader_state(agents, proj, scenario, config, neighbours.leader_zone(zone, zone_on))
     certified = _certified(
         agents, proj, leaders["lead_gap"], scenario, config, reach=reach, cross_sep=cross_sep, zone=zone
     )
@@ -397,7 +399,7 @@ def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_ed
             )
         return state, None
 
-    start = reset(scenario, config)
+    start = reset(scenario, config, zone_on)
     missing = switches.unsearched(start.crossings, start.agents.bent, zone_on)
     if missing is not None:
         start = replace(start, metrics=replace(start.metrics, overflow=start.metrics.overflow | missing))
@@ -427,7 +429,7 @@ def rollout_trajectory(
         return state, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
 
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
-    state, (x, y, heading, speed, valid, ids) = jax.lax.scan(body, reset(scenario, config), steps)
+    state, (x, y, heading, speed, valid, ids) = jax.lax.scan(body, reset(scenario, config, zone_on), steps)
     back = jnp.argsort(ids, axis=-1)
     unsort = partial(jnp.take_along_axis, indices=back, axis=-1)
     trajectory = Trajectory(
