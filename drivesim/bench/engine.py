@@ -1,7 +1,9 @@
 """Engine benchmark: ``simulate`` on a device-resident host batch (headline workload W32).
 
-Generation and the host-to-device copy are outside the timed region; compile time is
-measured apart; warm-up calls are excluded; rates are summarised over the repeats.
+Generation and the host-to-device copy are outside the timed region; compile time (trace,
+lower and XLA, cold or warm as the cache was) is measured apart; warm-up calls are excluded;
+rates are summarised over the repeats. Each record also holds the fusions and conditionals per
+step of the fast pass (drivesim.bench.step_program), in ``extra``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import jax
 
 from drivesim.bench.harness import HarnessConfig, Work, environment, measure, throughput
 from drivesim.bench.records import BenchRecord, rate_line, summary_of
+from drivesim.bench.step_program import fast_pass_counts
 from drivesim.bench.workloads import W32, Workload, make_batch, place, sim_config
 from drivesim.parallel.memory import memory_fields
 
@@ -50,6 +53,7 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
     policy = idm_policy()
     static = {"config": sim_config(wl), "devices": len(devices)}
     timing = measure(simulate, (device_batch, policy), config.harness, static=static)
+    counts = fast_pass_counts(device_batch, policy, static["config"])
     rates = throughput(Work(wl.scenarios, wl.agents, wl.steps), timing.times, config.harness.ci_method)
     env = environment()
     visible = env.pop("device_count")
@@ -73,6 +77,8 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
             "warmup": config.harness.warmup,
             "visible_devices": visible,
             "search": search_name(wl, devices[0].platform, host.num_road_segments),
+            "fusions_per_step": counts.fusions,
+            "conditionals_per_step": counts.conditionals,
         },
     )
 

@@ -1,0 +1,116 @@
+"""Fusions and conditionals per step, read from the compiled program's time loop.
+
+On an accelerator a step costs the latency of its kernels more than their work: each fusion
+is a kernel launch and each conditional reads its predicate back before it branches. Both
+counts are exact and the same on every run, so they are measured (and tested) where a
+timing would drift.
+
+Counted in the step loop of the fast pass (``vmap`` of :func:`drivesim.core.rollout.rollout`
+with the batch's search switches fixed as ``simulate`` fixes them), compiled alone for the
+batch's shapes: the exact fallback, compiled into the same program by ``simulate``, runs
+only for the scenarios the fast pass flags and is left out. A conditional counts once and
+its branch with the most fusions adds its fusions (one branch runs per step).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+import jax
+
+_COMPUTATION = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$")
+
+
+class StepCounts(NamedTuple):
+    """Per step of the time loop: fusions (kernels) and conditionals."""
+
+    fusions: int
+    conditionals: int
+
+
+def computations(hlo_text: str) -> dict[str, list[str]]:
+    """The instruction lines of each computation of a compiled module's text, by name."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in hlo_text.split("\n"):
+        header = _COMPUTATION.match(line) if not line.startswith(" ") else None
+        if header:
+            current = found.setdefault(header.group(1), [])
+        elif line.startswith("}"):
+            current = None
+        elif current is not None and " = " in line:
+            current.append(line)
+    return found
+
+
+def _branches(line: str) -> list[str]:
+    names = []
+    for key in ("branch_computations", "true_computation", "false_computation"):
+        match = re.search(key + r"=\{([^}]*)\}", line) or re.search(key + r"=%?([\w.\-]+)", line)
+        if match:
+            names += [n.strip().lstrip("%") for n in match.group(1).split(",") if n.strip()]
+    return names
+
+
+def _count(name: str, comps: dict[str, list[str]]) -> StepCounts:
+    fusions = conditionals = 0
+    for line in comps.get(name, []):
+        if " fusion(" in line:
+            fusions += 1
+        elif " conditional(" in line:
+            inner = [_count(b, comps) for b in _branches(line)]
+            conditionals += 1 + max((c.conditionals for c in inner), default=0)
+            fusions += max((c.fusions for c in inner), default=0)
+        elif " call(" in line:  # a called computation runs inline, every step
+            called = re.search(r"to_apply=%?([\w.\-]+)", line)
+            if called:
+                inner_counts = _count(called.group(1), comps)
+                fusions += inner_counts.fusions
+                conditionals += inner_counts.conditionals
+    return StepCounts(fusions, conditionals)
+
+
+def step_counts(hlo_text: str, loop_function: str = "rollout") -> StepCounts:
+    """StepCounts of the time loop in a compiled module's text (``compiled.as_text()``):
+    the body of the ``while`` whose source frame is the function ``loop_function``
+    (core.rollout.rollout's scan); the largest such body if there are several."""
+    comps = computations(hlo_text)
+    frames = _frame_functions(hlo_text)
+    best = StepCounts(0, 0)
+    for lines in comps.values():
+        for line in lines:
+            if " while(" not in line:
+                continue
+            frame = re.search(r"stack_frame_id=(\d+)", line)
+            body = re.search(r"body=%?([\w.\-]+)", line)
+            function = frames.get(int(frame.group(1)), "") if frame else ""
+            if body and function.rsplit(".", 1)[-1] == loop_function:
+                counts = _count(body.group(1), comps)
+                best = max(best, counts)
+    return best
+
+
+def _frame_functions(hlo_text: str) -> dict[int, str]:
+    """stack_frame_id -> the function name of its innermost frame (the module's tables)."""
+    from drivesim.bench.step_work import _frame_names
+
+    return {frame: name.split(":", 1)[-1] for frame, name in _frame_names(hlo_text.split("\n")).items()}
+
+
+def fast_pass_counts(scenarios, policy, config) -> StepCounts:
+    """StepCounts of the fast pass of ``simulate`` for a device batch ``scenarios`` (leading
+    axis B >= 2) under ``policy`` and SimConfig ``config`` (compiles it once)."""
+    from drivesim.core import switches
+    from drivesim.core.rollout import rollout
+    from drivesim.core.search_choice import of_scenarios
+
+    searches = switches.of_batch(scenarios, config)
+    resolved = of_scenarios(config, scenarios)
+    zone_on = searches if resolved.neighbours != "all_pairs" else None
+
+    def fast(batch, params):
+        return jax.vmap(lambda one: rollout(one, params, resolved, zone_on))(batch)
+
+    text = jax.jit(fast).lower(scenarios, policy).compile().as_text()
+    return step_counts(text or "")
