@@ -122,16 +122,12 @@ def leader_pick(
     """From :func:`leader_offsets`: distance along the tangent to the leader's centre
     (+inf without leader), the leader's speed and length (0 without); each (N,)."""
     n = x.shape[0]
-    offsets = [k for k in range(-window, window + 1) if k != 0]
-
-    def pick(values):
-        values_p = padded(values, window, 0.0)
-        out = jnp.zeros_like(values)
-        for k in offsets:
-            out = jnp.where(offset == k, view(values_p, window, k, n), out)
-        return out
-
-    lx, ly, lv, ll = (pick(v) for v in (x, y, speed, length))
+    # the four values picked as one (N, 4) array: one select per offset, not four
+    rows_p = padded(jnp.stack([x, y, speed, length], axis=-1), window, 0.0)
+    out = jnp.zeros((n, 4), x.dtype)
+    for k in (k for k in range(-window, window + 1) if k != 0):
+        out = jnp.where((offset == k)[:, None], view(rows_p, window, k, n), out)
+    lx, ly, lv, ll = (out[:, i] for i in range(4))
     has = offset != 0
     ds = (lx - x) * tx + (ly - y) * ty
     return jnp.where(has, ds, jnp.inf), jnp.where(has, lv, 0.0), jnp.where(has, ll, 0.0)
