@@ -68,6 +68,14 @@ def _chunk(value: str | None):
     return _int_or_auto("--chunk", "chunk", value)
 
 
+def _directory_path(value: str) -> pathlib.Path:
+    """A campaign directory given on the command line; an empty one is refused (it would
+    otherwise name the current directory)."""
+    if not str(value).strip():
+        raise typer.BadParameter("an empty path names no campaign directory")
+    return pathlib.Path(value)
+
+
 def _with_grid(sources: tuple[str, ...], grid: str | None) -> tuple[str, ...]:
     """``sources`` with ``--grid`` appended to the catalogue specs that have no grid."""
     if grid is None:
@@ -86,7 +94,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def run(
         directory: Annotated[
-            pathlib.Path | None, typer.Argument(help="Campaign directory to resume (with --resume).")
+            pathlib.Path | None,
+            typer.Argument(help="Campaign directory to resume (with --resume).", parser=_directory_path),
         ] = None,
         source: Annotated[
             list[str] | None,
@@ -178,7 +187,8 @@ def register(app: typer.Typer) -> None:
         out: Annotated[
             pathlib.Path | None,
             typer.Option(
-                help="Campaign directory (default: runs/demo for the demo, runs/run-<hash> otherwise)."
+                help="Campaign directory (default: runs/demo for the demo, runs/run-<hash> otherwise).",
+                parser=_directory_path,
             ),
         ] = None,
         resume: Annotated[

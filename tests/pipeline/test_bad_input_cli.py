@@ -16,8 +16,10 @@ from drivesim.pipeline.campaign import run_campaign
 DRIVESIM = [sys.executable, "-c", "from drivesim.cli import main; main()"]
 
 
-def _drivesim(*args):
-    return subprocess.run([*DRIVESIM, *map(str, args)], capture_output=True, text=True, env=dict(os.environ))
+def _drivesim(*args, cwd=None):
+    return subprocess.run(
+        [*DRIVESIM, *map(str, args)], capture_output=True, text=True, env=dict(os.environ), cwd=cwd
+    )
 
 
 def _error(proc) -> str:
@@ -158,6 +160,14 @@ def test_two_campaign_directories_are_refused(campaign, tmp_path):
     proc = _drivesim("run", campaign, "--out", tmp_path / "other", "--count", "4")
     assert proc.returncode == 2 and "two campaign directories" in _error(proc)
     assert not (tmp_path / "other").exists()
+
+
+@pytest.mark.parametrize("where", [("--out", ""), ("", "--resume")])
+def test_an_empty_campaign_directory_is_refused(where, tmp_path):
+    """``--out ''`` would otherwise name the current directory and write the campaign there."""
+    proc = _drivesim("run", *where, "--count", "4", cwd=tmp_path)
+    assert proc.returncode == 2 and "an empty path names no campaign directory" in _error(proc)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_count_no_source_takes_is_refused(tmp_path):
