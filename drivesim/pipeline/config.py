@@ -199,7 +199,10 @@ def read_config(directory: pathlib.Path) -> CampaignConfig:
         raise FileNotFoundError(f"{path}: no campaign config (is {directory} a campaign directory?)")
     try:
         with path.open("rb") as fh:
-            return from_dict(tomllib.load(fh))
+            data = tomllib.load(fh)
+        if "sources" not in data:  # every written config names them; defaults would be the demo
+            raise ValueError("no sources: the file is empty or cut short")
+        return from_dict(data)
     except (tomllib.TOMLDecodeError, TypeError, ValueError, RecursionError) as exc:
         from drivesim.pipeline.validation import ConfigError
 

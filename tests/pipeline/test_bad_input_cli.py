@@ -170,6 +170,16 @@ def test_an_empty_campaign_directory_is_refused(where, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_emptied_campaign_config_is_not_read_as_the_demo(campaign, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(campaign, copy)
+    (copy / "campaign.toml").write_text("")
+    proc = _drivesim("run", copy, "--resume")
+    assert proc.returncode == 2 and "no sources" in _error(proc), proc.stderr
+
+
 def test_a_count_no_source_takes_is_refused(tmp_path):
     proc = _drivesim("run", "--source", "catalogue:cut_in", "--count", "4000", "--out", tmp_path / "c")
     assert proc.returncode == 2 and "&samples=N" in _error(proc)
