@@ -25,6 +25,7 @@ RESULTS_DIR = "results"
 # 3: road-user types (collided_with_kind, pedestrians_collided, cyclists_collided) and
 #    red_light_violation (the ego crossed its signal stop line on red).
 RESULTS_SCHEMA_VERSION = 3
+SCHEMA_KEY = b"drivesim.results_schema_version"  # in every shard's footer metadata
 
 SCHEMA = pa.schema(
     [
@@ -62,7 +63,7 @@ SCHEMA = pa.schema(
         ("batch_id", pa.int64()),
         ("process_index", pa.int32()),
     ],
-    metadata={b"drivesim.results_schema_version": str(RESULTS_SCHEMA_VERSION).encode()},
+    metadata={SCHEMA_KEY: str(RESULTS_SCHEMA_VERSION).encode()},
 )
 
 METRIC_COLUMNS = (

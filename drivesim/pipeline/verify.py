@@ -194,21 +194,20 @@ def named_shards(directory) -> list[pathlib.Path]:
     columns are checked by row count). The batches left out are named in one warning line
     (logger ``drivesim.results``), once per process and campaign state: ``drivesim run
     --resume DIR`` redoes them. A directory without a ledger (shards copied on their own)
-    falls back to every ``results/part-*.parquet``.
+    falls back to every ``results/part-*.parquet`` whose footer marks it a drivesim results
+    shard, with a warning that no ledger checked them.
     """
     directory = pathlib.Path(directory)
     paths, problems = sound_shards(directory)
     if problems:
-        _warn_once(directory, problems)
+        _warn_once(directory, problems, ledger=(directory / LEDGER_NAME).is_file())
     return paths
 
 
 def sound_shards(directory: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:
     """(the sound shards, one line per done batch left out) of :func:`named_shards`."""
     if not (directory / LEDGER_NAME).is_file():
-        results = directory / RESULTS_DIR
-        found = sorted(p for p in results.glob("part-*.parquet") if p.is_file()) if results.is_dir() else []
-        return found, []
+        return _unledgered_shards(directory / RESULTS_DIR)
     con = _connect(directory, readonly=True)
     try:
         done = _done_rows(con, stat=True)
@@ -227,6 +226,31 @@ def sound_shards(directory: pathlib.Path) -> tuple[list[pathlib.Path], list[str]
             seen.add(path)
         else:
             problems.append(f"batch {batch_id} ({shard}): {why}")
+    return paths, problems
+
+
+def _unledgered_shards(results: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:
+    """Every ``results/part-*.parquet`` that is a drivesim results shard (its footer carries
+    the results schema version), with one line per file left out and one saying that no
+    ledger checked them: without a ledger nothing proves which campaign wrote a file."""
+    import pyarrow.parquet as pq
+
+    from drivesim.pipeline.results import SCHEMA_KEY
+
+    found = sorted(p for p in results.glob("part-*.parquet") if p.is_file()) if results.is_dir() else []
+    paths, problems = [], []
+    for path in found:
+        try:
+            metadata = pq.read_schema(path).metadata or {}
+        except Exception as err:  # noqa: BLE001 - any unreadable footer: left out, named
+            problems.append(f"{path.name}: unreadable ({type(err).__name__})")
+            continue
+        if SCHEMA_KEY in metadata:
+            paths.append(path)
+        else:
+            problems.append(f"{path.name}: not a drivesim results shard")
+    if paths:
+        problems.append(f"no {LEDGER_NAME}: {len(paths)} shards read unchecked")
     return paths, problems
 
 
@@ -254,7 +278,7 @@ def _reader_check(directory, shard, rows, digest, size, mtime_ns) -> str | None:
     return _CHECKED[key]
 
 
-def _warn_once(directory: pathlib.Path, problems: list[str]) -> None:
+def _warn_once(directory: pathlib.Path, problems: list[str], ledger: bool = True) -> None:
     import logging
 
     key = (str(directory.resolve()), tuple(problems))
@@ -262,6 +286,11 @@ def _warn_once(directory: pathlib.Path, problems: list[str]) -> None:
         return
     _WARNED.add(key)
     shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+    if not ledger:
+        logging.getLogger("drivesim.results").warning(
+            "%s: results read without a ledger (%s)", directory, shown
+        )
+        return
     logging.getLogger("drivesim.results").warning(
         "%s: %d done batches left out, their shards missing or damaged (%s); "
         "drivesim run --resume %s redoes them",

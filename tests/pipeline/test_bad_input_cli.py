@@ -180,6 +180,27 @@ def test_an_emptied_campaign_config_is_not_read_as_the_demo(campaign, tmp_path):
     assert proc.returncode == 2 and "no sources" in _error(proc), proc.stderr
 
 
+def test_without_a_ledger_only_drivesim_shards_are_read(campaign, tmp_path):
+    """The ledger deleted: a foreign ``part-*.parquet`` dropped beside the shards is left out,
+    and a warning says that no ledger checked what was read."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "copy"
+    shutil.copytree(campaign, copy)
+    sql = "SELECT count(*) AS n FROM results"
+    before = _drivesim("query", copy, sql, "--json")
+    (copy / "ledger.sqlite").unlink()
+    foreign = pa.table({"scenario_id": [1, 2, 3], "policy_id": ["x"] * 3})
+    pq.write_table(foreign, copy / "results" / "part-99999999.parquet")
+    after = _drivesim("query", copy, sql, "--json")
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout and '"n"' in after.stdout
+    assert "without a ledger" in after.stderr and "not a drivesim results shard" in after.stderr
+
+
 def test_a_count_no_source_takes_is_refused(tmp_path):
     proc = _drivesim("run", "--source", "catalogue:cut_in", "--count", "4000", "--out", tmp_path / "c")
     assert proc.returncode == 2 and "&samples=N" in _error(proc)
