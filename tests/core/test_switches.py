@@ -41,8 +41,8 @@ def test_fixed_switches_equal_the_conditionals(name, assert_bitwise, monkeypatch
     fixed = simulate.lower(batch, policy, CONFIG).compile()
     want, got = per_step(batch, policy), fixed(batch, policy)
     assert_bitwise(jax.device_get(got), jax.device_get(want))
-    # two conditionals fewer: the zone's and the bent routes'
-    assert conditionals(fixed.as_text()) == conditionals(per_step.as_text()) - 2
+    # four conditionals fewer: the zone's and the bent routes', in the step and in reset
+    assert conditionals(fixed.as_text()) == conditionals(per_step.as_text()) - 4
     on = switches.of_batch(batch, CONFIG)
     assert (on.zone, on.bends) == family(name).SEARCHES
     assert isinstance(on.bend_rows, int) and 2 <= on.bend_rows < AGENTS  # sized by the batch
