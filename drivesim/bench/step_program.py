@@ -5,7 +5,7 @@ is a kernel launch and each conditional reads its predicate back before it branc
 counts are exact and the same on every run, so they are measured (and tested) where a
 timing would drift.
 
-Counted in the step loop of the fast pass (``vmap`` of :func:`drivesim.core.rollout.rollout`
+Counted in the step loop of the fast pass (:func:`drivesim.core.rollout.fast_pass`,
 with the batch's search switches fixed as ``simulate`` fixes them), compiled alone for the
 batch's shapes: the exact fallback, compiled into the same program by ``simulate``, runs
 only for the scenarios the fast pass flags and is left out. A conditional counts once and
@@ -18,6 +18,11 @@ import re
 from typing import NamedTuple
 
 import jax
+
+from drivesim.bench.step_work import frame_names
+from drivesim.core import switches
+from drivesim.core.rollout import fast_pass
+from drivesim.core.search_choice import of_scenarios
 
 _COMPUTATION = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$")
 
@@ -93,24 +98,13 @@ def step_counts(hlo_text: str, loop_function: str = "rollout") -> StepCounts:
 
 def _frame_functions(hlo_text: str) -> dict[int, str]:
     """stack_frame_id -> the function name of its innermost frame (the module's tables)."""
-    from drivesim.bench.step_work import _frame_names
-
-    return {frame: name.split(":", 1)[-1] for frame, name in _frame_names(hlo_text.split("\n")).items()}
+    return {frame: name.split(":", 1)[-1] for frame, name in frame_names(hlo_text.split("\n")).items()}
 
 
 def fast_pass_counts(scenarios, policy, config) -> StepCounts:
     """StepCounts of the fast pass of ``simulate`` for a device batch ``scenarios`` (leading
     axis B >= 2) under ``policy`` and SimConfig ``config`` (compiles it once)."""
-    from drivesim.core import switches
-    from drivesim.core.rollout import rollout
-    from drivesim.core.search_choice import of_scenarios
-
     searches = switches.of_batch(scenarios, config)
     resolved = of_scenarios(config, scenarios)
-    zone_on = searches if resolved.neighbours != "all_pairs" else None
-
-    def fast(batch, params):
-        return jax.vmap(lambda one: rollout(one, params, resolved, zone_on))(batch)
-
-    text = jax.jit(fast).lower(scenarios, policy).compile().as_text()
-    return step_counts(text or "")
+    text = jax.jit(lambda b, p: fast_pass(b, p, resolved, searches=searches)).lower(scenarios, policy)
+    return step_counts(text.compile().as_text() or "")

@@ -74,7 +74,7 @@ def _size(dims: str) -> int:
     return math.prod(int(d) for d in dims.split(",") if d)
 
 
-def _frame_names(lines: list[str]) -> dict[int, str]:
+def frame_names(lines: list[str]) -> dict[int, str]:
     """stack_frame_id -> "file.py:function" of its innermost frame, from the module's
     FileNames, FunctionNames, FileLocations and StackFrames tables."""
     tables: dict[str, dict[int, str]] = {"FileNames": {}, "FunctionNames": {}, "FileLocations": {}}
@@ -105,7 +105,7 @@ def count(hlo_text: str, loop: re.Pattern = STEP_LOOP) -> StepWork:
     """The StepWork of a compiled program's text (``compiled.as_text()``): instructions
     whose op name matches ``loop``."""
     lines = hlo_text.split("\n")
-    names = _frame_names(lines)
+    names = frame_names(lines)
     parsed = [(_INSTRUCTION.match(line), line) for line in lines]
     sizes = {found.group(1): _size(found.group(2)) for found, _ in parsed if found}  # names are unique
     work = StepWork()

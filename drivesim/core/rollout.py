@@ -438,6 +438,21 @@ def rollout_trajectory(
     return _finalize(state, scenario), trajectory
 
 
+def fast_pass(
+    scenarios: Scenario, policy, config: SimConfig, devices: int = 1, searches=None
+) -> RolloutMetrics:
+    """The fast pass of :func:`rollout_batch`: vmap of :func:`rollout` over the scenario axis
+    (B >= 2), in cache blocks, with the window search; metrics (B,), ``window_overflow`` set
+    where the pass was not proven exact. ``config``: resolved for the platform
+    (core.search_choice); ``searches``: the switches fixed as Python bools, None: each step
+    decides under a conditional."""
+    batch = scenarios.valid.shape[0]
+    blocks = cache_blocks(batch, scenarios.num_agents, devices, config.block_agents)
+    fixed = searches is not None and config.neighbours != "all_pairs"
+    zone_on = searches if fixed else neighbours.searches_on(scenarios, config)
+    return map_blocks(jax.vmap(lambda one: rollout(one, policy, config, zone_on)), scenarios, blocks)
+
+
 def rollout_batch(
     scenarios: Scenario, policy, config: SimConfig, devices: int = 1, searches=None
 ) -> RolloutMetrics:
@@ -459,11 +474,7 @@ def rollout_batch(
         twice = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), scenarios)
         out = rollout_batch(twice, policy, config, devices, searches)
         return jax.tree_util.tree_map(lambda leaf: leaf[:1], out)
-    blocks = cache_blocks(batch, scenarios.num_agents, devices, config.block_agents)
-    fixed = searches is not None and config.neighbours != "all_pairs"
-    zone_on = searches if fixed else neighbours.searches_on(scenarios, config)
-    run = lambda cfg, sc: map_blocks(jax.vmap(lambda one: rollout(one, policy, cfg, zone_on)), sc, blocks)  # noqa: E731
-    fast = run(config, scenarios)
+    fast = fast_pass(scenarios, policy, config, devices, searches)
     exact = exact_config(config)
     if exact is None:
         return fast
