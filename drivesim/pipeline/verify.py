@@ -16,6 +16,7 @@ import hashlib
 import pathlib
 import sqlite3
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from drivesim.pipeline.ledger import LEDGER_NAME, Ledger, ShardCheck, damaged
 
@@ -198,16 +199,25 @@ def named_shards(directory) -> list[pathlib.Path]:
     shard, with a warning that no ledger checked them.
     """
     directory = pathlib.Path(directory)
-    paths, problems = sound_shards(directory)
-    if problems:
-        _warn_once(directory, problems, ledger=(directory / LEDGER_NAME).is_file())
-    return paths
+    found = sound_shards(directory)
+    if found.problems:
+        _warn_once(directory, found.problems, ledger=found.ledgered)
+    return found.paths
 
 
-def sound_shards(directory: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:
-    """(the sound shards, one line per done batch left out) of :func:`named_shards`."""
+class SoundShards(NamedTuple):
+    """What :func:`sound_shards` found: the shards to read, one line per batch (or file)
+    left out, and whether a ledger checked them."""
+
+    paths: list[pathlib.Path]
+    problems: list[str]
+    ledgered: bool
+
+
+def sound_shards(directory: pathlib.Path) -> SoundShards:
+    """The sound shards of :func:`named_shards` and what was left out."""
     if not (directory / LEDGER_NAME).is_file():
-        return _unledgered_shards(directory / RESULTS_DIR)
+        return SoundShards(*_unledgered_shards(directory / RESULTS_DIR), ledgered=False)
     con = _connect(directory, readonly=True)
     try:
         done = _done_rows(con, stat=True)
@@ -226,7 +236,7 @@ def sound_shards(directory: pathlib.Path) -> tuple[list[pathlib.Path], list[str]
             seen.add(path)
         else:
             problems.append(f"batch {batch_id} ({shard}): {why}")
-    return paths, problems
+    return SoundShards(paths, problems, ledgered=True)
 
 
 def _unledgered_shards(results: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:

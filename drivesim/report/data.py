@@ -96,10 +96,12 @@ def result_shards(root: Path, warnings: list[str] | None = None) -> list[Path]:
     from drivesim.pipeline.verify import sound_shards
 
     try:
-        paths, problems = sound_shards(Path(root))
-        if warnings is not None:
-            warnings += [f"left out (drivesim run --resume {root} redoes it): {p}" for p in problems]
-        return paths
+        found = sound_shards(Path(root))
+        if warnings is not None and found.ledgered:
+            warnings += [f"left out (drivesim run --resume {root} redoes it): {p}" for p in found.problems]
+        elif warnings is not None:
+            warnings += [f"read without a ledger: {p}" for p in found.problems]
+        return found.paths
     except Exception:  # noqa: BLE001 - an unreadable ledger: the report warns about it elsewhere
         folder = Path(root) / "results"
         return sorted(p for p in folder.glob("part-*.parquet") if p.is_file()) if folder.is_dir() else []
