@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from drivesim.core.padded_sum import padded_sum
 from drivesim.core.road import Projection
 from drivesim.core.types import Array, Scenario, replace
 
@@ -54,4 +55,5 @@ def log_divergence(state, agents, log) -> tuple[Array, Array]:
     dx = agents.x - log.xy[lt, :, 0][ids]
     dy = agents.y - log.xy[lt, :, 1][ids]
     dist = jnp.sqrt(dx * dx + dy * dy)
-    return jnp.sum(jnp.where(logged, dist, 0.0)), jnp.sum(logged.astype(jnp.float32))
+    # padded_sum: the same sum in every agent padding class (jnp.sum's order depends on N)
+    return padded_sum(jnp.where(logged, dist, 0.0)), jnp.sum(logged.astype(jnp.float32))
