@@ -10,6 +10,8 @@ from __future__ import annotations
 import collections
 from dataclasses import field
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from drivesim.core import switches
@@ -23,19 +25,21 @@ TRACES: collections.Counter = collections.Counter()
 
 @pytree_dataclass
 class IdBatch:
-    """Scenario ids of one family and agent size class.
+    """Scenario ids of one or more families, all of one agent size class.
 
     scenario_id: (B,) int32 global ids (-1 for padding rows).
     valid: (B,) bool; False for padding rows.
     seed: (B,) uint32 campaign seed of each row.
-    family: family name; config: its FamilyConfig without the seed; size_class: agent
-    slots of every scenario (static: part of the compiled program).
+    family_index: (B,) int32 row's family in ``families``.
+    families: the family names (static: part of the compiled program); config: their
+    FamilyConfig without the seed; size_class: agent slots of every scenario (static).
     """
 
     scenario_id: np.ndarray
     valid: np.ndarray
     seed: np.ndarray
-    family: str = field(metadata={"static": True})
+    family_index: np.ndarray
+    families: tuple[str, ...] = field(metadata={"static": True})
     config: FamilyConfig = field(metadata={"static": True})
     size_class: int = field(metadata={"static": True})
     log = None  # like a Scenario without logs
@@ -44,20 +48,39 @@ class IdBatch:
     def num_agents(self) -> int:
         return self.size_class
 
+    @property
+    def family(self) -> str:
+        """The families' names joined by "+" (one name for a batch of one family)."""
+        return "+".join(self.families)
+
 
 def id_batch(
-    family: str, ids, seed: int, config: FamilyConfig, size_class: int, rows: int | None = None
+    family: str | tuple[str, ...],
+    ids,
+    seed: int,
+    config: FamilyConfig,
+    size_class: int,
+    rows: int | None = None,
+    family_index=None,
 ) -> IdBatch:
-    """An IdBatch of ``ids`` padded with invalid rows up to ``rows`` (default len(ids))."""
+    """An IdBatch of ``ids`` padded with invalid rows up to ``rows`` (default len(ids)).
+    ``family``: a name, or several names with each id's index among them (``family_index``,
+    (len(ids),); rows of several families are generated apart and padded to one road shape,
+    :func:`materialize`)."""
+    families = (family,) if isinstance(family, str) else tuple(family)
     ids = np.asarray(ids, np.int64)
     rows = len(ids) if rows is None else rows
     scenario_id = np.full(rows, -1, np.int32)
     scenario_id[: len(ids)] = ids
+    index = np.zeros(rows, np.int32)
+    if family_index is not None:
+        index[: len(ids)] = np.asarray(family_index, np.int32)
     return IdBatch(
         scenario_id=scenario_id,
         valid=scenario_id >= 0,
         seed=np.full(rows, np.uint32(seed), np.uint32),
-        family=family,
+        family_index=index,
+        families=families,
         config=config.static(),
         size_class=int(size_class),
     )
@@ -65,23 +88,72 @@ def id_batch(
 
 def materialize(batch):
     """The Scenario batch of an IdBatch, generated where this runs (inside the program);
-    any other batch unchanged."""
+    any other batch unchanged. Several families: each generates the rows of its own (the
+    others' ids are -1) and its road is padded to the largest lane and point counts
+    (drivesim.scenarios.batching's fills: lanes with zeros, polylines with their last point),
+    then each row takes its family's scenario."""
     if not isinstance(batch, IdBatch):
         return batch
     TRACES[(batch.family, batch.size_class)] += 1
-    scenarios: Scenario = generate_batch(
-        batch.family, batch.seed, batch.scenario_id, batch.config, batch.size_class
-    )
+    parts = []
+    for k, name in enumerate(batch.families):
+        ids = (
+            batch.scenario_id
+            if len(batch.families) == 1
+            else jnp.where(batch.family_index == k, batch.scenario_id, -1)
+        )
+        parts.append(generate_batch(name, batch.seed, ids, batch.config, batch.size_class))
+    scenarios: Scenario = parts[0] if len(parts) == 1 else _pick(batch.family_index, _same_roads(parts))
     return replace(scenarios, valid=scenarios.valid & batch.valid)
 
 
+def _same_roads(parts: list[Scenario]) -> list[Scenario]:
+    """``parts`` with every road padded to the largest lane (L) and point (P) counts."""
+    lanes = max(p.road.centers.shape[1] for p in parts)
+    points = max(p.road.centers.shape[2] for p in parts)
+    out = []
+    for p in parts:
+        road = p.road
+        centers = jnp.pad(
+            road.centers, ((0, 0), (0, 0), (0, points - road.centers.shape[2]), (0, 0)), mode="edge"
+        )
+        grow = ((0, 0), (0, lanes - road.centers.shape[1]))
+        road = replace(
+            road,
+            centers=jnp.pad(centers, grow + ((0, 0), (0, 0))),
+            widths=jnp.pad(road.widths, grow),
+            lane_valid=jnp.pad(road.lane_valid, grow),
+        )
+        out.append(replace(p, road=road))
+    return out
+
+
+def _pick(index, parts: list[Scenario]) -> Scenario:
+    """Row b of the result is row b of ``parts[index[b]]``; ``index`` (B,)."""
+
+    def one(*leaves):
+        out = leaves[0]
+        for k, leaf in enumerate(leaves[1:], start=1):
+            out = jnp.where((index == k).reshape(index.shape + (1,) * (leaf.ndim - 1)), leaf, out)
+        return out
+
+    return jax.tree_util.tree_map(one, *parts)
+
+
 def searches(batch) -> SearchesOn | None:
-    """The search switches an IdBatch's family declares (``SEARCHES``, and ``most_bent``
-    where it bounds its agents on bent routes; fixed in its program, core.switches); None
-    for any other batch (decided in each step)."""
+    """The search switches its families declare (``SEARCHES``, and ``most_bent`` where a
+    family bounds its agents on bent routes; fixed in its program, core.switches), the union
+    over several families; None for any other batch (decided in each step)."""
     if not isinstance(batch, IdBatch):
         return None
-    module = family(batch.family)
-    most_bent = getattr(module, "most_bent", None)
-    zone, bends = module.SEARCHES
-    return switches.fixed(zone, bends, None if most_bent is None else most_bent(batch.size_class))
+    zone = bends = False
+    rows: list[int | None] = []
+    for name in batch.families:
+        module = family(name)
+        z, b = module.SEARCHES
+        zone, bends = zone or z, bends or b
+        if b:
+            most_bent = getattr(module, "most_bent", None)
+            rows.append(None if most_bent is None else most_bent(batch.size_class))
+    most = None if not rows or None in rows else max(r for r in rows if r is not None)
+    return switches.fixed(zone, bends, most)

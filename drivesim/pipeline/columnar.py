@@ -19,6 +19,7 @@ from drivesim.core.validate import ScenarioError
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
 from drivesim.pipeline.plan import HostWork, Planner, PlanSettings
 from drivesim.pipeline.timing import Stopwatch
+from drivesim.scenarios.batching import BucketKey, merge_partial
 from drivesim.scenarios.sources import StoreSource
 from drivesim.scenarios.store_columns import decode_batch, read_span
 
@@ -34,19 +35,33 @@ def planner_for(source, directory, settings: PlanSettings, positions: range) -> 
 def plan_window(keys: np.ndarray, start: int, batch_size: int) -> list[PlannedBatch]:
     """Batches of a window whose rows (positions start..) have bucket ``keys`` (n, 4): every
     bucket's positions in order, cut every ``batch_size``; full batches in the order they fill,
-    then the partial ones by first position (the order of the record planner)."""
+    then the partial ones merged (batching's merge_partial) by first position (the order of
+    the record planner)."""
     if len(keys) == 0:
         return []
     uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    planned = []
+    full, partial = [], []
     for k in range(len(uniq)):
         pos = start + np.flatnonzero(inverse == k)
         for i in range(0, len(pos), batch_size):
             chunk = pos[i : i + batch_size]
-            order = (0, int(chunk[-1])) if len(chunk) == batch_size else (1, int(chunk[0]))
-            planned.append((order, PlannedBatch(int(chunk[0]), tuple(chunk.tolist()), int(uniq[k][0]))))
-    return [batch for _, batch in sorted(planned, key=lambda item: item[0])]
+            if len(chunk) == batch_size:
+                batch = PlannedBatch(int(chunk[0]), tuple(chunk.tolist()), int(uniq[k][0]))
+                full.append((int(chunk[-1]), batch))
+            else:
+                partial.append((_key(uniq[k]), chunk.tolist()))
+    partial.sort(key=lambda kv: kv[1][0])
+    filled = {_key(uniq[k]) for k in range(len(uniq)) if np.count_nonzero(inverse == k) >= batch_size}
+    parts = merge_partial(partial, batch_size, filled)
+    merged = [PlannedBatch(p[0], tuple(p), key.agents) for key, p in parts]
+    return [batch for _, batch in sorted(full, key=lambda item: item[0])] + merged
+
+
+def _key(row: np.ndarray) -> BucketKey:
+    """The BucketKey of a row of bucket columns (log class -1: no log)."""
+    agents, lanes, points, log = (int(v) for v in row)
+    return BucketKey(agents, lanes, points, None if log < 0 else log)
 
 
 class ColumnarPlanner(Planner):

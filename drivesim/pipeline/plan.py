@@ -3,11 +3,13 @@
 Positions ``0..len(source)-1`` are cut into windows of ``batch_size * window_batches``, each
 begun in the ledger with its stop and batch size (:meth:`Planner.walk`): a resume with another
 batch size keeps the windows already begun and cuts only the rest anew. Inside a window,
-scenarios are loaded in position order and bucketed by (agent size class, has log); a bucket
-that reaches ``batch_size`` becomes a batch, and the rest are flushed at the window's
-end, together with one batch of the window's failed scenarios. A batch's id is its smallest
-position. The plan is a pure function of the window's scenarios, so a resumed run rebuilds the
-same batches; a window whose plan is complete in the ledger is rebuilt from the ledger alone.
+scenarios are loaded in position order and bucketed by their padding classes (agents, lanes,
+points, log steps); a bucket that reaches ``batch_size`` becomes a batch, and the rest are
+flushed at the window's end (those of buckets that filled no batch padded to one shape:
+batching.merge_partial), together with one batch of the window's failed scenarios. A
+batch's id is its smallest position. The plan is a pure function of the window's scenarios,
+so a resumed run rebuilds the same batches; a window whose plan is complete in the ledger is
+rebuilt from the ledger alone.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from drivesim.core.validate import validate_scenario
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
 from drivesim.pipeline.results import ScenarioInfo
 from drivesim.pipeline.timing import Stopwatch
-from drivesim.scenarios.batching import BucketGroups, BucketKey, bucket_key, size_class, stack_bucket
+from drivesim.scenarios.batching import (
+    BucketGroups,
+    BucketKey,
+    bucket_key,
+    merge_partial,
+    size_class,
+    stack_bucket,
+)
 from drivesim.scenarios.record import ScenarioRecord
 from drivesim.scenarios.sources import ScenarioSource
 
@@ -181,6 +190,7 @@ class _WindowPlan:
     buckets: BucketGroups
     failed: list = field(default_factory=list)
     planned: list[PlannedBatch] = field(default_factory=list)
+    full_keys: set[BucketKey] = field(default_factory=set)  # buckets that filled a batch
 
 
 class Planner:
@@ -299,15 +309,20 @@ class Planner:
             record, key = item
             bucket = plan.buckets.add(key, (position, record))
             if bucket is not None:
+                plan.full_keys.add(key)
                 work = self._emit(ledger, plan, key.agents, bucket, key)
                 if work is not None:
                     work.load_s, spent = work.load_s + spent, 0.0
                     yield work.batch_id, work
 
     def _finish(self, ledger: Ledger, plan: _WindowPlan):
-        """Flush the window's partial buckets and its failed scenarios; record the plan."""
+        """Flush the window's partial buckets (merged where they fit one batch: batching's
+        merge_partial) and its failed scenarios; record the plan."""
         rest = sorted(plan.buckets.drain(), key=lambda kv: kv[1][0][0])
-        groups = [(key, bucket) for key, bucket in rest] + ([(None, plan.failed)] if plan.failed else [])
+        items = {position: item for _, bucket in rest for position, item in bucket}
+        parts = merge_partial([(k, [p for p, _ in b]) for k, b in rest], plan.buckets.size, plan.full_keys)
+        groups: list[tuple[BucketKey | None, list]] = [(k, [(p, items[p]) for p in ps]) for k, ps in parts]
+        groups += [(None, plan.failed)] if plan.failed else []
         for key, bucket in groups:
             size_class = 0 if key is None else key.agents
             work = self._emit(ledger, plan, size_class, bucket, key)

@@ -51,3 +51,18 @@ def test_second_batch_of_same_shape_does_not_recompile(fma_free):
     other = executor.simulate(id_batch("merge", IDS + 100, CFG.seed + 1, CFG, 8), idm_policy())
     assert generated.TRACES[("merge", 8)] == traces
     assert np.asarray(other.progress_m).shape == (13,)
+
+
+def test_a_batch_of_several_families_equals_each_family_alone(fma_free, assert_bitwise):
+    """The planner's merged remainders (pipeline.generated): rows of three families in one
+    program at a larger class (16 agents, merge's 4 road points for all, every family's
+    searches) give each family's own results, bit for bit."""
+    families = ("highway", "merge", "intersection")
+    index = np.arange(len(IDS)) % 3
+    executor = Executor(ExecutorConfig(devices=1), SIM)
+    mixed = executor.simulate(id_batch(families, IDS, CFG.seed, CFG, 16, family_index=index), idm_policy())
+    assert generated.TRACES[("highway+merge+intersection", 16)] >= 1
+    for k, name in enumerate(families):
+        rows = np.flatnonzero(index == k)
+        alone = executor.simulate(id_batch(name, IDS[rows], CFG.seed, CFG, 8), idm_policy())
+        assert_bitwise(jax.tree_util.tree_map(lambda a, r=rows: np.asarray(a)[r], mixed), alone)

@@ -55,8 +55,10 @@ def test_columnar_loader_equals_record_loader(tmp_path):
     slow = run_campaign(small_config(tmp_path / "slow", sources=()), source=MixedSource([StoreSource(path)]))
     assert fast.done == slow.done == COUNT and fast.failed == 0
     got, want = results.results_table(tmp_path / "fast"), results.results_table(tmp_path / "slow")
-    assert sorted(set(got.column("size_class").to_pylist())) == [8, 16, 32]
     _same(got, want)
+    # several padding classes (a bucket that filled no batch is padded to the window's larger one)
+    classes = set(got.column("size_class").to_pylist())
+    assert classes <= {8, 16, 32} and len(classes) >= 2
 
 
 def test_corrupt_row_is_a_failed_row(tmp_path):

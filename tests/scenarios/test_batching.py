@@ -57,3 +57,22 @@ def test_pad_and_stack_unchanged():
     batch = pad_and_stack([a.scenario, b.scenario])
     assert batch.agents.x.shape == (2, 9)
     assert np.asarray(batch.agents.valid).sum() == 14
+
+
+def test_merge_partial_pads_the_rare_buckets_to_one_shape():
+    from drivesim.scenarios.batching import BucketKey, merge_partial
+
+    small, wide = BucketKey(8, 8, 2, None), BucketKey(32, 128, 16, None)
+    logged, longer = BucketKey(16, 32, 8, 64), BucketKey(16, 32, 8, 128)
+    groups = [(small, [0, 5]), (logged, [1, 7]), (wide, [2, 3, 9]), (longer, [4]), (small, [6, 8, 10])]
+    got = merge_partial(groups, size=4)
+    assert got == [
+        (wide, [0, 2, 3, 5]),  # one shape for the rare buckets, cut every 4 in position order
+        (BucketKey(16, 32, 8, 128), [1, 4, 7]),  # logs are merged only with logs
+        (wide, [6, 8, 9, 10]),
+    ]
+    # a bucket that filled a batch in the window keeps its partial one (its program exists)
+    kept = merge_partial(groups, size=4, full={small})
+    assert (small, [0, 5]) in kept and (small, [6, 8, 10]) in kept and (wide, [2, 3, 9]) in kept
+    assert sorted(p for _, ps in kept for p in ps) == list(range(11))
+    assert merge_partial([], size=4) == []
