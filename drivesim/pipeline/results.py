@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from drivesim.pipeline.campaign_key import CAMPAIGN_KEY, campaign_key
+
 RESULTS_DIR = "results"
 # 2: min_road_edge_distance_m, collided_with, agents_collided, agents_offroad; offroad from
 # the box corners, min_ttc_s against vehicles only, max_jerk from step 1, IDM s* clamped,
@@ -194,11 +196,14 @@ WRITE_OPTIONS = {
 
 
 def write_shard(table: pa.Table, directory: pathlib.Path, batch_id: int) -> pathlib.Path:
-    """Write ``table`` durably and atomically to ``directory/results/part-<batch_id>.parquet``."""
+    """Write ``table`` durably and atomically to ``directory/results/part-<batch_id>.parquet``,
+    the campaign's key in its footer (drivesim.pipeline.campaign_key)."""
     results = pathlib.Path(directory) / RESULTS_DIR
     results.mkdir(parents=True, exist_ok=True)
     final = results / shard_name(batch_id)
     tmp = results / f".{final.name}.{os.getpid()}.tmp"
+    if (key := campaign_key(directory)) is not None:  # which campaign wrote it
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), CAMPAIGN_KEY: key.encode()})
     with open(tmp, "wb") as fh:
         pq.write_table(table, fh, **WRITE_OPTIONS)
         fh.flush()

@@ -12,6 +12,7 @@ prints the same check and exits non-zero on damage. Readers (query, summary, rep
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import pathlib
 import sqlite3
@@ -241,14 +242,16 @@ def sound_shards(directory: pathlib.Path) -> SoundShards:
 
 def _unledgered_shards(results: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:
     """Every ``results/part-*.parquet`` that is a drivesim results shard (its footer carries
-    the results schema version), with one line per file left out and one saying that no
-    ledger checked them: without a ledger nothing proves which campaign wrote a file."""
+    the results schema version) of this campaign (its footer's campaign key is the one of
+    ``campaign.toml``; without that file, the key most shards carry), with one line per file
+    left out and one saying that no ledger checked them."""
     import pyarrow.parquet as pq
 
+    from drivesim.pipeline.campaign_key import CAMPAIGN_KEY, campaign_key
     from drivesim.pipeline.results import SCHEMA_KEY
 
     found = sorted(p for p in results.glob("part-*.parquet") if p.is_file()) if results.is_dir() else []
-    paths, problems = [], []
+    shards, problems = [], []
     for path in found:
         try:
             metadata = pq.read_schema(path).metadata or {}
@@ -256,9 +259,14 @@ def _unledgered_shards(results: pathlib.Path) -> tuple[list[pathlib.Path], list[
             problems.append(f"{path.name}: unreadable ({type(err).__name__})")
             continue
         if SCHEMA_KEY in metadata:
-            paths.append(path)
+            shards.append((path, metadata.get(CAMPAIGN_KEY, b"").decode(errors="replace")))
         else:
             problems.append(f"{path.name}: not a drivesim results shard")
+    mine = campaign_key(results.parent)
+    if mine is None and shards:
+        mine = collections.Counter(key for _, key in shards).most_common(1)[0][0]
+    paths = [path for path, key in shards if key in (mine, "")]  # "": written before keys
+    problems += [f"{path.name}: written by another campaign" for path, key in shards if key not in (mine, "")]
     if paths:
         problems.append(f"no {LEDGER_NAME}: {len(paths)} shards read unchecked")
     return paths, problems

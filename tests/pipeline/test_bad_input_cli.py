@@ -4,10 +4,12 @@ status, and nothing of the campaign overwritten (each case failed before its fix
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 import pytest
 from pipeline_helpers import small_config
 
@@ -199,6 +201,26 @@ def test_without_a_ledger_only_drivesim_shards_are_read(campaign, tmp_path):
     assert after.returncode == 0, after.stderr
     assert after.stdout == before.stdout and '"n"' in after.stdout
     assert "without a ledger" in after.stderr and "not a drivesim results shard" in after.stderr
+
+
+def test_without_a_ledger_another_campaigns_shard_is_left_out(campaign, tmp_path):
+    """The ledger deleted and a shard of another campaign (another seed) copied over one of
+    this campaign's: its footer's campaign key differs, so it is left out and named."""
+    import shutil
+
+    other = tmp_path / "other"
+    run_campaign(small_config(other, count=8, seed=7))
+    copy = tmp_path / "copy"
+    shutil.copytree(campaign, copy)
+    (copy / "ledger.sqlite").unlink()
+    mine = sorted((copy / "results").glob("part-*.parquet"))
+    theirs = sorted((other / "results").glob("part-*.parquet"))[0]
+    kept = 16 - pq.read_metadata(mine[0]).num_rows
+    shutil.copy(theirs, mine[0])
+    proc = _drivesim("query", copy, "SELECT count(*) AS n FROM results", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{mine[0].name}: written by another campaign" in proc.stderr
+    assert json.loads(proc.stdout) == {"n": kept}
 
 
 def test_a_count_no_source_takes_is_refused(tmp_path):
