@@ -418,7 +418,9 @@ def _run(config, live_html: bool) -> None:
     import jax
     from rich.console import Console
 
+    from drivesim.pipeline import fingerprint
     from drivesim.pipeline.campaign import resolve_sources, run_campaign
+    from drivesim.pipeline.config import CONFIG_NAME, check_same_campaign, read_config
     from drivesim.pipeline.interrupt import sigterm_interrupts
     from drivesim.pipeline.validation import validate_config
     from drivesim.pipeline.watchdog import CampaignStalled
@@ -427,6 +429,9 @@ def _run(config, live_html: bool) -> None:
     console = Console(stderr=True)
     config = resolve_sources(config)
     validate_config(config, available_devices=jax.device_count())  # before any output or write
+    if (pathlib.Path(config.out) / CONFIG_NAME).is_file():  # a refused resume: one line, nothing else
+        check_same_campaign(read_config(config.out), config, config.out)
+        fingerprint.check_inputs(config.out, config)
     for note in config.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
     console.print(f"campaign [bold]{config.out}[/bold]: {', '.join(config.sources)}")

@@ -128,35 +128,61 @@ def check_and_record(directory, config: CampaignConfig) -> None:
     directory = pathlib.Path(directory)
     with Ledger(directory) as ledger:
         meta = ledger.meta()
-        stored_inputs = json.loads(meta["inputs"]) if "inputs" in meta else None
-        now = input_fingerprints(config, stored_inputs)
-        if stored_inputs is not None:
-            changes = _changes(stored_inputs, now)
-            if changes:
-                raise InputChangedError(
-                    f"{directory}: an input changed since the campaign started: {'; '.join(changes)}; "
-                    "resuming would mix results. Restore the input or use another --out"
-                )
-        toml_hash = config_sha256(directory)
-        if meta.get("config_sha256") not in (None, toml_hash) and "identity" in meta:
-            # campaign.toml was edited: fine for how-fields (threads, backend), refused for the
-            # fields that decide the results
-            before, after = json.loads(meta["identity"]), _identity_of_file(directory)
-            diff = [
-                f"{k}: {before.get(k)!r} -> {after.get(k)!r}"
-                for k in IDENTITY_FIELDS
-                if before.get(k) != after.get(k)
-            ]
-            if diff:
-                raise InputChangedError(
-                    f"{directory / CONFIG_NAME} was edited since the campaign started ({', '.join(diff)}); "
-                    "resuming would mix results. Restore it or start a new campaign with another --out"
-                )
+        now = _check(directory, config, meta)
         ledger.set_meta(
             inputs=json.dumps(now, sort_keys=True),
             identity=json.dumps(meta.get("identity") and json.loads(meta["identity"]) or config.identity()),
-            config_sha256=toml_hash or "",
+            config_sha256=config_sha256(directory) or "",
         )
+
+
+def check_inputs(directory, config: CampaignConfig) -> None:
+    """The checks of :func:`check_and_record` without recording anything, on a read-only
+    connection (for the command line, before it prints); nothing when the campaign has no
+    readable ledger yet (the run itself says what is wrong)."""
+    import sqlite3
+
+    from drivesim.pipeline.ledger import LEDGER_NAME
+
+    path = pathlib.Path(directory) / LEDGER_NAME
+    if not path.is_file():
+        return
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return
+    _check(pathlib.Path(directory), config, meta)
+
+
+def _check(directory: pathlib.Path, config: CampaignConfig, meta: dict) -> dict:
+    """Raise InputChangedError if an input or campaign.toml's identity changed since the
+    start recorded in ``meta``; the inputs' fingerprints now."""
+    stored_inputs = json.loads(meta["inputs"]) if "inputs" in meta else None
+    now = input_fingerprints(config, stored_inputs)
+    if stored_inputs is not None:
+        changes = _changes(stored_inputs, now)
+        if changes:
+            raise InputChangedError(
+                f"{directory}: an input changed since the campaign started: {'; '.join(changes)}; "
+                "resuming would mix results. Restore the input or use another --out"
+            )
+    toml_hash = config_sha256(directory)
+    if meta.get("config_sha256") not in (None, toml_hash) and "identity" in meta:
+        # campaign.toml was edited: fine for how-fields (threads, backend), refused for the
+        # fields that decide the results
+        before, after = json.loads(meta["identity"]), _identity_of_file(directory)
+        changed = [k for k in IDENTITY_FIELDS if before.get(k) != after.get(k)]
+        diff = [f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in changed]
+        if diff:
+            raise InputChangedError(
+                f"{directory / CONFIG_NAME} was edited since the campaign started ({', '.join(diff)}); "
+                "resuming would mix results. Restore it or start a new campaign with another --out"
+            )
+    return now
 
 
 def _identity_of_file(directory: pathlib.Path) -> dict:

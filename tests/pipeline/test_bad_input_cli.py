@@ -223,6 +223,24 @@ def test_without_a_ledger_another_campaigns_shard_is_left_out(campaign, tmp_path
     assert json.loads(proc.stdout) == {"n": kept}
 
 
+def test_a_refused_resume_is_one_line_and_nothing_else(campaign, tmp_path):
+    """Another campaign's --out, or a campaign whose campaign.toml was edited: the error line
+    is all stderr holds (no header or progress lines before it)."""
+    import shutil
+
+    other = ("--source", "synthetic:merge", "--count", "8", "--agents", "8", "--steps", "10")
+    edited = tmp_path / "edited"
+    shutil.copytree(campaign, edited)
+    toml = edited / "campaign.toml"
+    toml.write_text(toml.read_text().replace("seed = 0", "seed = 5"))
+    for proc, named in (
+        (_drivesim("run", *other, "--out", campaign), "holds a different campaign"),
+        (_drivesim("run", "--resume", edited), "since the campaign started"),
+    ):
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode == 2 and len(lines) == 1 and named in lines[0], proc.stderr
+
+
 def test_a_count_no_source_takes_is_refused(tmp_path):
     proc = _drivesim("run", "--source", "catalogue:cut_in", "--count", "4000", "--out", tmp_path / "c")
     assert proc.returncode == 2 and "&samples=N" in _error(proc)
