@@ -421,7 +421,7 @@ def _run(config, live_html: bool) -> None:
     from drivesim.pipeline import fingerprint
     from drivesim.pipeline.campaign import resolve_sources, run_campaign
     from drivesim.pipeline.config import CONFIG_NAME, check_same_campaign, read_config
-    from drivesim.pipeline.interrupt import sigterm_interrupts
+    from drivesim.pipeline.interrupt import sigterm_deferred, sigterm_interrupts
     from drivesim.pipeline.validation import validate_config
     from drivesim.pipeline.watchdog import CampaignStalled
     from drivesim.report.live import LiveView
@@ -460,8 +460,16 @@ def _run(config, live_html: bool) -> None:
         f"results: {pathlib.Path(config.out) / 'results'}  "
         f'(drivesim query {config.out} "SELECT * FROM results LIMIT 5")'
     )
-    if jax.process_index() == 0:  # one dashboard per multi-process campaign
-        _write_dashboard(config.out, console)
+    with sigterm_deferred() as late:  # the results are complete: a signal ends the report only
+        if jax.process_index() == 0:  # one dashboard per multi-process campaign
+            _write_dashboard(config.out, console, late)
+    if late.received:
+        console.print(
+            f"interrupted by {late.received} while writing the report: all results are saved; "
+            f"drivesim report {config.out} writes it",
+            soft_wrap=True,
+        )
+        raise typer.Exit(late.status)
     run_outcome.check_outcome(result, config.out, console)
 
 
@@ -477,7 +485,9 @@ def _start_server(directory, console):
     return server
 
 
-def _write_dashboard(directory, console) -> None:
+def _write_dashboard(directory, console, stop=None) -> None:
+    """The worst scenarios' viewers, then the dashboard (skipped once ``stop.received``: a
+    pipeline.interrupt.Deferred)."""
     try:
         from drivesim.report.worst import write_worst_viewers
 
@@ -486,6 +496,8 @@ def _write_dashboard(directory, console) -> None:
             console.print(f"viewers of the worst scenarios: {pathlib.Path(viewers[0]).parent}")
     except Exception as exc:  # noqa: BLE001 - the dashboard links `drivesim show` commands instead
         console.print(f"[yellow]scenario viewers not written ({type(exc).__name__}: {exc})[/yellow]")
+    if stop is not None and stop.received:
+        return
     try:
         from drivesim.report.dashboard import write_dashboard
 

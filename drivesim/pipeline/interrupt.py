@@ -37,6 +37,38 @@ def sigterm_interrupts():
         signal.signal(signal.SIGTERM, previous)
 
 
+class Deferred:
+    """What :func:`sigterm_deferred` saw: ``received``, the signal's name, or None."""
+
+    received: str | None = None
+
+    @property
+    def status(self) -> int:
+        """The shell's status of a process stopped by the received signal (128 + number)."""
+        return 128 + int(getattr(signal, self.received or "SIGTERM"))
+
+
+@contextlib.contextmanager
+def sigterm_deferred():
+    """Within the block, SIGTERM only sets the yielded :class:`Deferred`'s ``received``:
+    for work inside native code (XLA, Arrow) that an exception raised at an arbitrary
+    bytecode could abort; the caller checks it between steps."""
+    seen = Deferred()
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def handler(signum, frame):
+        seen.received = signal.Signals(signum).name
+        _RECEIVED.append(seen.received)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 _RECEIVED: list[str] = []  # signals the handler turned into Interrupted, in order
 
 

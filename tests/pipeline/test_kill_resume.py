@@ -134,3 +134,30 @@ def test_sigterm_says_what_was_saved_and_closes_the_session(tmp_path):
     assert 0 < done and f"{done * 8:,} of 4,000 scenarios saved" in line, line
     report = check_campaign(out)
     assert report.clean and len(report.ok) == done
+
+
+def test_sigterm_while_the_report_is_written_exits_143_with_the_results_whole(tmp_path):
+    """SIGTERM once ``done:`` is printed (the viewers and the dashboard are being written):
+    no abort, exit status 143, one line saying that every result is saved, shards sound."""
+    from drivesim.pipeline.verify import check_campaign
+
+    out = tmp_path / "c"
+    args = [sys.executable, "-c", "from drivesim.cli import main; main()", "run"]
+    args += ["--source", "synthetic:highway", "--count", "64", "--agents", "8", "--steps", "10"]
+    args += ["--batch-size", "8", "--out", str(out)]
+    flags = determinism.with_flag(os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"))
+    env = os.environ | {"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
+    log = tmp_path / "stdout.txt"
+    with log.open("w") as fh:
+        proc = subprocess.Popen(args, env=env, stdout=fh, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 240
+        while "done:" not in log.read_text() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    stdout = log.read_text()
+    assert proc.returncode == 143, (stdout, stderr)
+    assert "Traceback" not in stderr, stderr
+    line = next(x for x in stdout.splitlines() if "interrupted by SIGTERM" in x)
+    assert "all results are saved" in line and f"drivesim report {out}" in line, line
+    assert check_campaign(out).clean
