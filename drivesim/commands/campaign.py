@@ -463,8 +463,8 @@ def _run(config, live_html: bool) -> None:
     with sigterm_deferred() as late:  # the results are complete: a signal ends the report only
         if jax.process_index() == 0:  # one dashboard per multi-process campaign
             _write_dashboard(config.out, console, late)
-    if late.received:
-        console.print(
+    if late.received:  # said on stderr, as an interruption during the run is
+        Console(stderr=True).print(
             f"interrupted by {late.received} while writing the report: all results are saved; "
             f"drivesim report {config.out} writes it",
             soft_wrap=True,
