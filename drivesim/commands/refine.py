@@ -43,6 +43,7 @@ def refine(
     settings = RefineSettings(rounds, ttc)
     settings.check()
     require_campaign(directory)
+    catalogue_parts(read_config(directory))  # no grid to refine: one error line, before any output
     console = Console(stderr=True)
     results = []
 

@@ -241,6 +241,12 @@ def test_a_refused_resume_is_one_line_and_nothing_else(campaign, tmp_path):
         assert proc.returncode == 2 and len(lines) == 1 and named in lines[0], proc.stderr
 
 
+def test_refine_without_a_grid_is_one_line(campaign):
+    proc = _drivesim("refine", campaign)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "no catalogue grid source" in lines[0], proc.stderr
+
+
 def test_a_count_no_source_takes_is_refused(tmp_path):
     proc = _drivesim("run", "--source", "catalogue:cut_in", "--count", "4000", "--out", tmp_path / "c")
     assert proc.returncode == 2 and "&samples=N" in _error(proc)
