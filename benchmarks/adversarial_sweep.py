@@ -37,17 +37,12 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from adversarial.campaign_files import family_cli, family_ledger, family_shards, family_toml
+from adversarial.campaign_files import family_cli, family_toml
 from adversarial.harness import BASE_XML, COMMONROAD, VERDICTS, Case, Harness, build_fixtures
+from adversarial.ledger_shards import family_ledger, family_shards
 from adversarial.policies import family_policy, family_sweep
-from adversarial.processes import (
-    family_catalogue,
-    family_missing,
-    family_outputs,
-    family_serve,
-    family_signals,
-    family_sql,
-)
+from adversarial.processes import family_outputs, family_serve, family_signals, family_sql
+from adversarial.sources_paths import family_catalogue, family_missing
 from adversarial.stores_xml import family_commonroad, family_store
 
 # ---------------------------------------------------------------- summary
