@@ -462,7 +462,7 @@ def _run(config, live_html: bool) -> None:
     )
     with sigterm_deferred() as late:  # the results are complete: a signal ends the report only
         if jax.process_index() == 0:  # one dashboard per multi-process campaign
-            _write_dashboard(config.out, console, late)
+            run_outcome.write_report(config.out, console, late)
     if late.received:  # said on stderr, as an interruption during the run is
         Console(stderr=True).print(
             f"interrupted by {late.received} while writing the report: all results are saved; "
@@ -483,29 +483,3 @@ def _start_server(directory, console):
         return None
     console.print(f"live dashboard: {server.url}")
     return server
-
-
-def _write_dashboard(directory, console, stop=None) -> None:
-    """The worst scenarios' viewers, then the dashboard (skipped once ``stop.received``: a
-    pipeline.interrupt.Deferred)."""
-    try:
-        from drivesim.report.worst import write_worst_viewers
-
-        viewers = write_worst_viewers(directory, import_policy=True)  # run imports what it ran
-        if viewers:
-            console.print(f"viewers of the worst scenarios: {pathlib.Path(viewers[0]).parent}")
-    except Exception as exc:  # noqa: BLE001 - the dashboard links `drivesim show` commands instead
-        console.print(f"[yellow]scenario viewers not written ({type(exc).__name__}: {exc})[/yellow]")
-    if stop is not None and stop.received:
-        return
-    try:
-        from drivesim.report.dashboard import write_dashboard
-
-        path = write_dashboard(directory)
-    except Exception as exc:  # noqa: BLE001 - results are written; only the page failed
-        console.print(
-            f"[yellow]dashboard not written ({type(exc).__name__}: {exc}); "
-            f"try: drivesim report {directory}[/yellow]"
-        )
-        return
-    console.print(f"dashboard: [bold]{pathlib.Path(path).resolve()}[/bold]")

@@ -32,8 +32,8 @@ def refine(
     import jax
     from rich.console import Console
 
-    from drivesim.commands.campaign import _write_dashboard
     from drivesim.commands.run_outcome import check_outcome as _check_outcome
+    from drivesim.commands.run_outcome import write_report
     from drivesim.pipeline.campaign import run_campaign
     from drivesim.pipeline.config import read_config
     from drivesim.pipeline.refinement import RefineSettings, RoundEvent, catalogue_parts, refine_campaign
@@ -70,7 +70,7 @@ def refine(
         f"{last.failed:,} failed to load"
     )
     if jax.process_index() == 0:
-        _write_dashboard(str(directory), out)
+        write_report(str(directory), out)
     _check_outcome(last, directory, out)
 
 

@@ -3,6 +3,8 @@ batches, a stall, a signal), and the one refusal it makes before building a conf
 
 from __future__ import annotations
 
+import pathlib
+
 import typer
 
 
@@ -71,3 +73,29 @@ def exit_stalled(console, err) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(3)
+
+
+def write_report(directory, console, stop=None) -> None:
+    """The worst scenarios' viewers, then the dashboard (skipped once ``stop.received``: a
+    pipeline.interrupt.Deferred)."""
+    try:
+        from drivesim.report.worst import write_worst_viewers
+
+        viewers = write_worst_viewers(directory, import_policy=True)  # run imports what it ran
+        if viewers:
+            console.print(f"viewers of the worst scenarios: {pathlib.Path(viewers[0]).parent}")
+    except Exception as exc:  # noqa: BLE001 - the dashboard links `drivesim show` commands instead
+        console.print(f"[yellow]scenario viewers not written ({type(exc).__name__}: {exc})[/yellow]")
+    if stop is not None and stop.received:
+        return
+    try:
+        from drivesim.report.dashboard import write_dashboard
+
+        path = write_dashboard(directory)
+    except Exception as exc:  # noqa: BLE001 - results are written; only the page failed
+        console.print(
+            f"[yellow]dashboard not written ({type(exc).__name__}: {exc}); "
+            f"try: drivesim report {directory}[/yellow]"
+        )
+        return
+    console.print(f"dashboard: [bold]{pathlib.Path(path).resolve()}[/bold]")

@@ -19,7 +19,8 @@ from drivesim.core.validate import ScenarioError
 from drivesim.pipeline.ledger import Ledger, PlannedBatch
 from drivesim.pipeline.plan import HostWork, Planner, PlanSettings
 from drivesim.pipeline.timing import Stopwatch
-from drivesim.scenarios.batching import BucketKey, merge_partial
+from drivesim.scenarios.batching import BucketKey
+from drivesim.scenarios.remainders import merge_partial
 from drivesim.scenarios.sources import StoreSource
 from drivesim.scenarios.store_columns import decode_batch, read_span
 
@@ -35,7 +36,7 @@ def planner_for(source, directory, settings: PlanSettings, positions: range) -> 
 def plan_window(keys: np.ndarray, start: int, batch_size: int) -> list[PlannedBatch]:
     """Batches of a window whose rows (positions start..) have bucket ``keys`` (n, 4): every
     bucket's positions in order, cut every ``batch_size``; full batches in the order they fill,
-    then the partial ones merged (batching's merge_partial) by first position (the order of
+    then the partial ones merged (scenarios.remainders.merge_partial) by first position (the order of
     the record planner)."""
     if len(keys) == 0:
         return []

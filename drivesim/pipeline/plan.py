@@ -6,7 +6,7 @@ batch size keeps the windows already begun and cuts only the rest anew. Inside a
 scenarios are loaded in position order and bucketed by their padding classes (agents, lanes,
 points, log steps); a bucket that reaches ``batch_size`` becomes a batch, and the rest are
 flushed at the window's end (those of buckets that filled no batch padded to one shape:
-batching.merge_partial), together with one batch of the window's failed scenarios. A
+remainders.merge_partial), together with one batch of the window's failed scenarios. A
 batch's id is its smallest position. The plan is a pure function of the window's scenarios,
 so a resumed run rebuilds the same batches; a window whose plan is complete in the ledger is
 rebuilt from the ledger alone.
@@ -27,11 +27,11 @@ from drivesim.scenarios.batching import (
     BucketGroups,
     BucketKey,
     bucket_key,
-    merge_partial,
     size_class,
     stack_bucket,
 )
 from drivesim.scenarios.record import ScenarioRecord
+from drivesim.scenarios.remainders import merge_partial
 from drivesim.scenarios.sources import ScenarioSource
 
 
@@ -316,8 +316,8 @@ class Planner:
                     yield work.batch_id, work
 
     def _finish(self, ledger: Ledger, plan: _WindowPlan):
-        """Flush the window's partial buckets (merged where they fit one batch: batching's
-        merge_partial) and its failed scenarios; record the plan."""
+        """Flush the window's partial buckets (those of buckets that filled no batch padded to
+        one shape: scenarios.remainders.merge_partial) and its failed scenarios; record the plan."""
         rest = sorted(plan.buckets.drain(), key=lambda kv: kv[1][0][0])
         items = {position: item for _, bucket in rest for position, item in bucket}
         parts = merge_partial([(k, [p for p, _ in b]) for k, b in rest], plan.buckets.size, plan.full_keys)

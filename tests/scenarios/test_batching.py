@@ -60,7 +60,8 @@ def test_pad_and_stack_unchanged():
 
 
 def test_merge_partial_pads_the_rare_buckets_to_one_shape():
-    from drivesim.scenarios.batching import BucketKey, merge_partial
+    from drivesim.scenarios.batching import BucketKey
+    from drivesim.scenarios.remainders import merge_partial
 
     small, wide = BucketKey(8, 8, 2, None), BucketKey(32, 128, 16, None)
     logged, longer = BucketKey(16, 32, 8, 64), BucketKey(16, 32, 8, 128)

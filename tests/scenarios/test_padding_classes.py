@@ -1,5 +1,5 @@
 """A real scenario's metrics do not depend on its padding class, bit for bit: the planner
-merges a window's partial buckets into one larger-class batch (batching.merge_partial).
+merges a window's partial buckets into one larger-class batch (remainders.merge_partial).
 
 Run in a process of its own with JAX's default XLA flags (the suite's process limits the
 CPU to AVX, under which XLA happened to sum this scenario's log divergence the same way at
