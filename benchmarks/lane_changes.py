@@ -41,7 +41,7 @@ def lane_changes_per_agent_minute(host, config) -> float:
     import numpy as np
 
     from drivesim.core.policies import idm_policy
-    from drivesim.core.rollout import simulate_trajectory
+    from drivesim.core.trajectory import simulate_trajectory
 
     _m, tr = jax.device_get(simulate_trajectory(host, idm_policy(), config))
     axis = np.asarray(host.road.sort_axis, np.float64)

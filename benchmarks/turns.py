@@ -22,7 +22,7 @@ from drivesim.bench.engine import EngineConfig, run_engine
 from drivesim.bench.harness import HarnessConfig
 from drivesim.bench.workloads import Workload, make_batch
 from drivesim.core.policies import idm_policy
-from drivesim.core.rollout import simulate_trajectory
+from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import SimConfig
 
 FAMILIES = ("highway", "intersection", "intersection_turns")  # highway first: the ratios' base

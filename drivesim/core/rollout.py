@@ -4,14 +4,13 @@
 (core.exact.route_groups: each lane of a straight multi-lane road is its own group);
 ``advance`` is one step (controls -> bicycle model -> odd-even re-sort -> metrics).
 ``rollout`` scans ``advance`` and returns per-scenario metrics only;
-``rollout_trajectory`` also returns the states.
+core.trajectory's ``rollout_trajectory`` also returns the states.
 The RL environment (drivesim.train) drives the same ``advance`` with an external action.
 """
 
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -37,7 +36,6 @@ from drivesim.core.types import (
     RolloutMetrics,
     Scenario,
     SimConfig,
-    Trajectory,
     pytree_dataclass,
     replace,
 )
@@ -405,37 +403,14 @@ def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_ed
         start = replace(start, metrics=replace(start.metrics, overflow=start.metrics.overflow | missing))
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
     state, _ = jax.lax.scan(body, start, steps)
-    return _finalize(state, scenario)
+    return finalize(state, scenario)
 
 
-def _finalize(state: SimState, scenario: Scenario) -> RolloutMetrics:
+def finalize(state: SimState, scenario: Scenario) -> RolloutMetrics:
     """RolloutMetrics of a finished rollout, the per-type collision counts included."""
     a = state.agents
     by_kind = kind_metrics(state.metrics.collided_with, scenario.agents.kind, a.outcome & 1 > 0, a.kind)
     return finalize_metrics(state.metrics, scenario.log is not None, by_kind)
-
-
-def rollout_trajectory(
-    scenario: Scenario, policy, config: SimConfig, zone_on=None, full_edges=None
-) -> tuple[RolloutMetrics, Trajectory]:
-    """Like :func:`rollout`, also returning the trajectory (S, N) in original agent order."""
-
-    def body(state, step_index):
-        with stores_by_branch(step_index):
-            state, _info = advance(
-                state, scenario, config, policy, step_index=step_index, zone_on=zone_on, full_edges=full_edges
-            )
-        a = state.agents
-        return state, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
-
-    steps = jnp.arange(config.num_steps, dtype=jnp.int32)
-    state, (x, y, heading, speed, valid, ids) = jax.lax.scan(body, reset(scenario, config, zone_on), steps)
-    back = jnp.argsort(ids, axis=-1)
-    unsort = partial(jnp.take_along_axis, indices=back, axis=-1)
-    trajectory = Trajectory(
-        x=unsort(x), y=unsort(y), heading=unsort(heading), speed=unsort(speed), valid=unsort(valid)
-    )
-    return _finalize(state, scenario), trajectory
 
 
 def fast_pass(
@@ -483,28 +458,3 @@ def rollout_batch(
 
 
 simulate = switches.FixedSimulate(rollout_batch)  # jit of rollout_batch, the batch's switches fixed
-
-
-def trajectory_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
-    """vmap of :func:`rollout_trajectory`; the scenarios not proven exact are simulated again
-    with the all-pairs search and every lane's edges (the whole batch, when any)."""
-    config = platform_searches(config, scenarios)
-    zone_on = neighbours.searches_on(scenarios, config)
-    traj = jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))
-    run = lambda cfg: traj(scenarios, policy, cfg, zone_on)  # noqa: E731
-    fast = run(config)
-    exact = exact_config(config)
-    if exact is None:
-        return fast
-    flag = fast[0].window_overflow
-
-    def redo(_):
-        exact_out = traj(scenarios, policy, replace(exact, edge_search="all_lanes"), None)
-        pick = lambda e, f: jnp.where(flag.reshape(flag.shape + (1,) * (e.ndim - 1)), e, f)  # noqa: E731
-        return jax.tree_util.tree_map(pick, exact_out, fast)
-
-    metrics, trajectory = jax.lax.cond(jnp.any(flag), redo, lambda _: fast, None)
-    return replace(metrics, window_overflow=flag), trajectory
-
-
-simulate_trajectory = jax.jit(trajectory_batch, static_argnames="config")

@@ -180,7 +180,7 @@ def replay_many(
 
 def _simulate(batch, policy, sim):
     """(metrics, trajectory) of a stacked host batch under one policy."""
-    from drivesim.core.rollout import simulate_trajectory
+    from drivesim.core.trajectory import simulate_trajectory
 
     metrics, traj = simulate_trajectory(batch, policy, sim)
     return jax.device_get(metrics), jax.device_get(traj)

@@ -10,7 +10,7 @@ import pytest
 
 from drivesim.core.observation import observation_size
 from drivesim.core.policies import idm_policy, init_mlp, open_loop_policy
-from drivesim.core.rollout import simulate_trajectory
+from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import MLPParams, SimConfig
 
 from . import builders

@@ -15,7 +15,8 @@ import pytest
 from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core import mobil
 from drivesim.core.policies import idm_policy
-from drivesim.core.rollout import reset, simulate, simulate_trajectory
+from drivesim.core.rollout import reset, simulate
+from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import IDM_DEFAULTS, IDMParams, LaneChangeConfig, MOBILParams, SimConfig, replace
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate

@@ -21,7 +21,8 @@ import json
 import jax, numpy as np
 from drivesim.bench.workloads import Workload, make_batch
 from drivesim.core.policies import idm_policy
-from drivesim.core.rollout import simulate, simulate_trajectory
+from drivesim.core.rollout import simulate
+from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import SimConfig
 
 batch = make_batch(Workload(2, 8, 80, "merge", first_id=280))

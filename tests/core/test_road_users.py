@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from drivesim.core.road_users import CYCLIST_LIMITS, PEDESTRIAN_LIMITS
-from drivesim.core.rollout import simulate_trajectory
+from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import CYCLIST, PEDESTRIAN, replace
 from drivesim.core.validate import ScenarioError, validate_scenario
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from drivesim.core.policies import idm_policy
-from drivesim.core.rollout import simulate, simulate_trajectory
+from drivesim.core.rollout import simulate
+from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import METRIC_NAMES, SimConfig, replace
 from drivesim.core.validate import ScenarioError, validate_scenario
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from drivesim.core.policies import default_policy_params
-from drivesim.core.rollout import rollout_trajectory
+from drivesim.core.trajectory import rollout_trajectory
 from drivesim.core.types import CYCLIST, PEDESTRIAN, VEHICLE, SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.catalogue import FAMILIES, CatalogueError, CatalogueSource, make_record

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from drivesim.core.policies import default_policy_params
-from drivesim.core.rollout import rollout_trajectory, simulate
+from drivesim.core.rollout import simulate
+from drivesim.core.trajectory import rollout_trajectory
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.catalogue import CatalogueError, build, make_record

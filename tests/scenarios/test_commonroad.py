@@ -51,7 +51,7 @@ def test_layouts_and_sort_axis(real):
 
 def test_replay_reproduces_log(real):
     from drivesim.core.policies import idm_policy
-    from drivesim.core.rollout import simulate_trajectory
+    from drivesim.core.trajectory import simulate_trajectory
     from drivesim.core.types import SimConfig
     from drivesim.scenarios.batching import BucketKey, stack_bucket
 
@@ -73,7 +73,7 @@ def test_replay_reproduces_log(real):
 
 def test_idm_mode_and_log_divergence(commonroad_dir):
     from drivesim.core.policies import idm_policy
-    from drivesim.core.rollout import simulate_trajectory
+    from drivesim.core.trajectory import simulate_trajectory
     from drivesim.core.types import SimConfig
     from drivesim.scenarios.batching import BucketKey, stack_bucket
 

@@ -19,8 +19,8 @@ from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core.interactions import boxes_overlap
 from drivesim.core.policies import idm_policy
 from drivesim.core.road_users import PEDESTRIAN_SIZE
-from drivesim.core.rollout import simulate_trajectory
 from drivesim.core.signals import GREEN, RED, phase
+from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import PEDESTRIAN, SimConfig
 from drivesim.scenarios.families import FamilyConfig, crosswalks, generate_batch
 from drivesim.scenarios.registry import SourceContext, open_spec

@@ -9,7 +9,7 @@ import pytest
 
 from drivesim.bench.fidelity import outside_lanes
 from drivesim.core.policies import idm_policy
-from drivesim.core.rollout import simulate_trajectory
+from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate

@@ -68,7 +68,7 @@ def test_yielding_agents_have_stop_lines():
 def test_idm_traffic_is_plausible():
     """IDM traffic of both families: finite, collision-free, yielding works."""
     from drivesim.core.policies import idm_policy
-    from drivesim.core.rollout import simulate_trajectory
+    from drivesim.core.trajectory import simulate_trajectory
     from drivesim.core.types import SimConfig
     from drivesim.scenarios.batching import pad_and_stack
 

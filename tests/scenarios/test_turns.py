@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from drivesim.core.policies import idm_policy
-from drivesim.core.rollout import simulate_trajectory
+from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.families import FamilyConfig, generate_batch, turns
 
