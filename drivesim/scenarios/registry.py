@@ -208,7 +208,7 @@ def open_specs(specs, context: SourceContext) -> ScenarioSource:
 SYNTHETIC_OPTIONS = ("signals", "pedestrians")  # synthetic:FAMILY,...?OPTION: FamilyConfig flags set to True
 
 
-def _synthetic_options(arg: str) -> tuple[list[str], dict[str, bool]]:
+def synthetic_options(arg: str) -> tuple[list[str], dict[str, bool]]:
     """Family names and FamilyConfig flags of a synthetic spec argument
     ``F1,F2[?signals,pedestrians]``."""
     names, _, query = arg.partition("?")
@@ -221,7 +221,7 @@ def _synthetic_options(arg: str) -> tuple[list[str], dict[str, bool]]:
     if flags:
         from drivesim.scenarios.families import FAMILIES, FamilyConfig, check_options
 
-        for name in (f for f in families if f in FAMILIES):  # unknown names: _check_synthetic
+        for name in (f for f in families if f in FAMILIES):  # unknown names: check_synthetic
             try:
                 check_options(name, FamilyConfig(**flags))
             except ValueError as err:
@@ -230,7 +230,7 @@ def _synthetic_options(arg: str) -> tuple[list[str], dict[str, bool]]:
 
 
 def _families(arg: str) -> list[str]:
-    return _synthetic_options(arg)[0]
+    return synthetic_options(arg)[0]
 
 
 def _open_synthetic(arg: str, context: SourceContext) -> ScenarioSource:
@@ -239,14 +239,14 @@ def _open_synthetic(arg: str, context: SourceContext) -> ScenarioSource:
     from drivesim.scenarios.sources import SyntheticSource
     from drivesim.scenarios.synthetic import FamilyConfig
 
-    names, options = _synthetic_options(arg)
+    names, options = synthetic_options(arg)
     config = context.family
     if options:
         config = dataclasses.replace(config or FamilyConfig(seed=context.seed), **options)
     return SyntheticSource(names, context.count, context.seed, config=config)
 
 
-def _check_synthetic(arg: str) -> None:
+def check_synthetic(arg: str) -> None:
     from drivesim.scenarios.synthetic import FAMILIES
 
     names = _families(arg)
@@ -277,7 +277,7 @@ register_source(
     "synthetic",
     _open_synthetic,
     usage="synthetic:FAMILY[,FAMILY...][?signals,pedestrians]",
-    check=_check_synthetic,
+    check=check_synthetic,
 )
 register_source(
     "commonroad",

@@ -12,36 +12,7 @@ from dataclasses import dataclass, field
 
 from drivesim.core.observation import observation_size
 from drivesim.core.types import SimConfig
-
-
-@dataclass(frozen=True)
-class RewardConfig:
-    """Per-step reward of the ego (the docs' RL guide explains each term)::
-
-        g = route progress gained this step (m), g_max = speed_limit * dt
-        r = progress_weight * min(g, g_max) - overspeed_weight * max(0, g - g_max)
-            - collision_penalty * [ego collided]
-            - offroad_penalty * [ego left the drivable area]
-            - headway_penalty * max(0, 1 - ttc / headway_ttc_s)  (ttc: to the ego's leader, s)
-            - lane_offset_weight * |lateral offset from the lane centre| (m)
-            - jerk_weight * |da/dt| (m/s^3)
-
-    Collision and off-road also end the episode, so they cost the progress not made.
-    Progress beyond ``speed_limit`` [m/s] costs instead of earning, a collision costs more than
-    the progress of a whole episode at that limit (``collision_penalty`` > progress_weight *
-    speed_limit * episode seconds), so no crash can pay for the progress it bought, and the
-    headway and lane-offset terms give the learner a signal before a crash happens.
-    """
-
-    progress_weight: float = 0.3
-    speed_limit: float = 33.3
-    overspeed_weight: float = 0.6
-    collision_penalty: float = 300.0
-    offroad_penalty: float = 300.0
-    headway_penalty: float = 1.0
-    headway_ttc_s: float = 3.0
-    lane_offset_weight: float = 0.1
-    jerk_weight: float = 0.002
+from drivesim.env.reward import RewardConfig
 
 
 @dataclass(frozen=True)

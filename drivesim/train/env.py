@@ -19,6 +19,7 @@ from drivesim.core import behavior
 from drivesim.core.observation import at_ego
 from drivesim.core.rollout import SimState, advance, observation_of, reset
 from drivesim.core.types import Array, Scenario, pytree_dataclass, replace
+from drivesim.env.reward import StepRecord
 from drivesim.scenarios.families import FamilyConfig, generate_batch
 from drivesim.train.config import EnvConfig
 
@@ -160,22 +161,9 @@ def env_reset(pool: ScenarioPool, env_id: Array, num_envs: int) -> tuple[EnvStat
 
 
 def reward_of(info, progress_gain: Array, cfg: EnvConfig, lane_offset: Array | float = 0.0) -> Array:
-    """The documented per-step reward (see :class:`RewardConfig`); (). lane_offset: the ego's
-    lateral offset from its lane's centre line [m]."""
-    r = cfg.reward
-    limit = r.speed_limit * cfg.dt  # the most progress a step may earn [m]
-    over = jnp.maximum(progress_gain - limit, 0.0)
-    ttc = info.ego_ttc
-    close = jnp.where(jnp.isfinite(ttc), jnp.clip(1.0 - ttc / r.headway_ttc_s, 0.0, 1.0), 0.0)
-    return (
-        r.progress_weight * jnp.minimum(progress_gain, limit)
-        - r.overspeed_weight * over
-        - r.collision_penalty * info.ego_collided.astype(jnp.float32)
-        - r.offroad_penalty * info.offroad.astype(jnp.float32)
-        - r.headway_penalty * close
-        - r.lane_offset_weight * jnp.abs(lane_offset)
-        - r.jerk_weight * info.ego_jerk
-    )
+    """The configured per-step reward (drivesim.env.reward.RewardConfig); (). lane_offset: the
+    ego's lateral offset from its lane's centre line [m]."""
+    return cfg.reward(StepRecord(info=info, progress_gain=progress_gain, lane_offset=lane_offset, dt=cfg.dt))
 
 
 def physics_step(env: EnvState, unit_action: Array, cfg: EnvConfig, step_index: Array | None = None):

@@ -1,0 +1,25 @@
+"""drivesim as an RL environment: ``drivesim.env.make(SOURCE, ...)`` gives an environment with
+``reset(key)`` and ``step(state, action)`` (Brax's interface, batched with ``jax.vmap``);
+``drivesim.env.wrappers.wrap`` adds the time limit, auto-reset and the batch axis;
+``drivesim.env.gym.VectorEnv`` is a Gymnasium vector environment (NumPy in and out)."""
+
+from __future__ import annotations
+
+from drivesim._exports import lazy_exports
+
+_EXPORTS = {
+    "make": "drivesim.env.environment",
+    "DrivingEnv": "drivesim.env.environment",
+    "ACTION_SIZE": "drivesim.env.environment",
+    "State": "drivesim.env.state",
+    "Episode": "drivesim.env.state",
+    "Box": "drivesim.env.spaces",
+    "Neighbours": "drivesim.env.observations",
+    "NeighboursAndRoad": "drivesim.env.observations",
+    "RewardConfig": "drivesim.env.reward",
+    "StepRecord": "drivesim.env.reward",
+    "PoolSpec": "drivesim.env.pool",
+    "wrap": "drivesim.env.wrappers",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
