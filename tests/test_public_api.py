@@ -24,6 +24,7 @@ PACKAGES = [
     "drivesim.bench",
     "drivesim.report",
     "drivesim.train",
+    "drivesim.env",
 ]
 
 

@@ -1,7 +1,8 @@
 """drivesim as an RL environment: ``drivesim.env.make(SOURCE, ...)`` gives an environment with
 ``reset(key)`` and ``step(state, action)`` (Brax's interface, batched with ``jax.vmap``);
 ``drivesim.env.wrappers.wrap`` adds the time limit, auto-reset and the batch axis;
-``drivesim.env.gym.VectorEnv`` is a Gymnasium vector environment (NumPy in and out)."""
+``make_vec`` gives a Gymnasium vector environment (NumPy in and out, drivesim.env.gym);
+``patch_jax`` lets Brax's trainers run on this JAX (drivesim.env.brax_compat)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ _EXPORTS = {
     "StepRecord": "drivesim.env.reward",
     "PoolSpec": "drivesim.env.pool",
     "wrap": "drivesim.env.wrappers",
+    "patch_jax": "drivesim.env.brax_compat",
+    "VectorEnv": "drivesim.env.gym",
+    "make_vec": "drivesim.env.gym",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

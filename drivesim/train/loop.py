@@ -3,7 +3,8 @@ resume, policy export.
 
 Output directory ``DIR/train/``: ``curve.jsonl`` (one JSON object per update, see
 :class:`CurveRow`), ``checkpoints/<update>/`` (orbax), ``policy.npz`` (the actor, readable by
-``drivesim run --policy mlp:DIR/train/policy.npz``) and ``config.json``.
+``drivesim run --policy mlp:DIR/train/policy.npz``), ``config.json`` and ``tensorboard/``
+(the curve as TensorBoard scalars, drivesim.train.tensorboard).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from drivesim.train.config import TrainConfig, config_to_dict
 from drivesim.train.env import build_pool
 from drivesim.train.policy_io import save_policy
 from drivesim.train.ppo import Trainer, TrainState, UpdateMetrics, _init_state, make_mesh
+from drivesim.train.tensorboard import CurveBoard
 
 # Fields that may differ between a run and its resume (they do not change what is computed).
 RESUMABLE_FIELDS = ("updates",)
@@ -103,6 +105,8 @@ def train(
     curve_path = directory / "curve.jsonl"
     update = int(state.update)  # the host's count of state.update (no device read per chunk)
     _truncate_curve(curve_path, update if resumed is not None else 0)
+    after = update * cfg.ppo.batch_steps + 1  # a resume drops the events after its checkpoint
+    board = CurveBoard(directory / "tensorboard", after if resumed is not None else None)
     compile_s = trainer.compile(state, min(cfg.chunk, max(cfg.updates - update, 1)))
     rates: list[float] = []
     wall0 = time.perf_counter()
@@ -118,12 +122,14 @@ def train(
             rows = _rows(metrics, update, cfg, rate, time.perf_counter() - wall0)
             update += n
             _append_curve(curve_path, rows)
+            board.write(rows)
             if update % cfg.checkpoint_every == 0 or update >= cfg.updates:
                 checkpointer.save(state, cfg)
             if on_chunk is not None:
                 on_chunk(rows)
     finally:
         checkpointer.close()
+        board.close()
     policy_path = export_policy(state, cfg, directory / "policy.npz")
     steady = rates[1:] or rates
     return TrainResult(

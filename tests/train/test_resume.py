@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import pathlib
+import struct
 
 import jax
 import numpy as np
@@ -29,6 +31,30 @@ def test_resume_equals_uninterrupted(tmp_path, one_device):
         assert curve[3][key] == uninterrupted[key]
     saved = json.loads((tmp_path / "b" / "train" / "config.json").read_text())
     assert saved["ppo"]["num_envs"] == 64
+    board = _tensorboard_scalars(tmp_path / "b" / "train" / "tensorboard")
+    assert sorted(board["train/mean_reward"]) == [row["env_steps"] for row in curve]
+    for row in curve:
+        assert board["train/mean_reward"][row["env_steps"]] == np.float32(row["mean_reward"])
+
+
+def _tensorboard_scalars(directory: pathlib.Path) -> dict[str, dict[int, float]]:
+    """{tag: {step: value}} read from the event files (TFRecord framing, Event protos) in
+    file order, with TensorBoard's purge rule: a SessionLog START at step P drops the
+    earlier files' events at steps >= P."""
+    from tensorboardX.proto.event_pb2 import Event, SessionLog
+
+    out: dict[str, dict[int, float]] = {}
+    for path in sorted(directory.glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime_ns):
+        data, at = path.read_bytes(), 0
+        while at < len(data):
+            (length,) = struct.unpack("<Q", data[at : at + 8])
+            event = Event.FromString(data[at + 12 : at + 12 + length])
+            at += 12 + length + 4
+            if event.HasField("session_log") and event.session_log.status == SessionLog.START:
+                out = {tag: {k: v for k, v in steps.items() if k < event.step} for tag, steps in out.items()}
+            for value in event.summary.value:
+                out.setdefault(value.tag, {})[event.step] = value.simple_value
+    return out
 
 
 def test_resume_with_a_different_config_is_refused(tmp_path, one_device):
