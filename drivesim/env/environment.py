@@ -110,14 +110,23 @@ class DrivingEnv:
         episode = Episode(sim=sim, index=index, progress=zero)
         return State(pipeline_state=episode, obs=obs, reward=zero, done=zero, metrics=metrics, info=info)
 
-    def step(self, state: State, action: Array) -> State:
-        """Advance one step with ``action`` (2,); see the module docstring for its meaning."""
+    def step(self, state: State, action: Array, clock: Array | None = None) -> State:
+        """Advance one step with ``action`` (2,); see the module docstring for its meaning.
+
+        clock: an unbatched () int32 step counter shared by a whole batch (the wrappers of
+        drivesim.env.wrappers pass one): the engine's re-sort of the agents then runs every
+        ``SimConfig.resort_every`` steps under a real conditional, as in a rollout; without
+        it one pass runs every step (a per-environment counter under ``vmap`` would run both
+        branches). The order only changes which neighbours the observation lists first and
+        the window-overflow flag, never the physics."""
         episode = state.pipeline_state
         config = self.config
         scenario = self.scenario(episode.index)
         accel, steer = behavior.action_from_unit(jnp.clip(action, -1.0, 1.0), config)
         controls = (accel, steer)
-        sim, info = advance(episode.sim, scenario, config, None, ego_action=controls, zone_on=self.searches)
+        sim, info = advance(
+            episode.sim, scenario, config, None, ego_action=controls, step_index=clock, zone_on=self.searches
+        )
         offset = at_ego(sim.agents.is_ego, sim.proj.d)
         gain = info.ego_progress - episode.progress
         record = StepRecord(info=info, progress_gain=gain, lane_offset=offset, dt=config.dt)

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core.types import Array
+from drivesim.env.environment import DrivingEnv
 from drivesim.env.state import State
 
 
@@ -38,13 +39,27 @@ class Wrapper:
 
 
 class VmapWrapper(Wrapper):
-    """``reset(keys (B, 2))`` and ``step(states, actions (B, 2))`` over B environments."""
+    """``reset(keys (B, 2))`` and ``step(states, actions (B, 2))`` over B environments, with
+    a batch clock ``info["clock"]`` (steps since the batch's reset, the same in every
+    environment) passed unbatched to a DrivingEnv's step (its re-sort schedule)."""
 
     def reset(self, rng: Array) -> State:
-        return jax.vmap(self.env.reset)(rng)
+        state = jax.vmap(self.env.reset)(rng)
+        state.info["clock"] = jnp.zeros(rng.shape[:-1], jnp.int32)
+        return state
 
     def step(self, state: State, action: Array) -> State:
-        return jax.vmap(self.env.step)(state, action)
+        clock = state.info["clock"]
+        now = clock.reshape(-1)[0]  # unbatched: every environment holds the same value
+        state = jax.vmap(lambda s, a: self._step_one(s, a, now))(state, action)
+        state.info["clock"] = clock + 1
+        return state
+
+    def _step_one(self, state: State, action: Array, now: Array) -> State:
+        inner = getattr(self.env, "unwrapped", None)
+        if isinstance(inner, DrivingEnv) and inner is self.env:
+            return self.env.step(state, action, now)
+        return self.env.step(state, action)
 
 
 class EpisodeWrapper(Wrapper):

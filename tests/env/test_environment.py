@@ -12,6 +12,7 @@ import drivesim.env as dse
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.types import replace
+from drivesim.env.wrappers import VmapWrapper
 
 B = 16
 STEPS = 30
@@ -49,6 +50,11 @@ def test_zero_actions_drive_as_the_idm_ego(env):
     engine = jax.device_get(simulate(env.pool.scenarios, idm_policy(), replace(env.config, policy="idm")))
     np.testing.assert_array_equal(np.asarray(final.pipeline_state.progress), engine.progress_m)
     np.testing.assert_array_equal(np.asarray(done).max(axis=0) > 0, engine.ego_collided | engine.offroad)
+    # the wrappers' batch clock re-sorts every other step, as a rollout does: the same physics
+    batched = VmapWrapper(env)
+    clocked = replace(state, info={**state.info, "clock": jnp.zeros(B, jnp.int32)})
+    final, _ = _run(batched.step, clocked, jnp.zeros((STEPS, B, 2)))
+    np.testing.assert_array_equal(np.asarray(final.pipeline_state.progress), engine.progress_m)
 
 
 def test_reproducible_from_the_key_alone(env):
