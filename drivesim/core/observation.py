@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
-from drivesim.core.interactions import padded, view
+from drivesim.core.interactions import padded
 from drivesim.core.occlusion import sight_points, visible
 from drivesim.core.types import Array
 
@@ -31,6 +32,24 @@ def at_ego(is_ego: Array, values: Array) -> Array:
 def ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
     """The ego's entry of each (N,) row, as float32; list of ()."""
     return list(_ego_column(is_ego, jnp.stack([r.astype(jnp.float32) for r in rows])))
+
+
+def _ego_slot(is_ego: Array) -> tuple[Array, Array]:
+    """The ego's slot () int32 (0 without an ego) and whether there is one () bool."""
+    slots = jnp.arange(is_ego.shape[0], dtype=jnp.float32)
+    slot = jnp.sum(jnp.where(is_ego, slots, 0.0)).astype(jnp.int32)  # exact below 2^24 slots
+    return slot, is_ego[slot]
+
+
+def _normal(has: Array, value: Array) -> Array:
+    """``value`` () as the ego's entry reads (:func:`_ego_column`): -0.0 as +0.0, 0 without an ego."""
+    zero = jnp.zeros((), value.dtype)
+    return jnp.where(has, jnp.where(value == zero, zero, value), zero)
+
+
+def _at_slot(values: Array, slot: Array, has: Array) -> Array:
+    """The ego's entry of ``values`` (N,) read at its ``slot``: the value of :func:`at_ego`."""
+    return _normal(has, values[slot])
 
 
 def _ego_column(is_ego: Array, rows: Array) -> Array:
@@ -63,28 +82,31 @@ def ego_observation(
     none; SimState.lead_gap / lead_speed), the one the IDM follows; None: no leader.
     """
     a = agents
-    n = a.x.shape[0]
-    ego = lambda values: at_ego(a.is_ego, values)  # noqa: E731
+    slot, has = _ego_slot(a.is_ego)
+    ego = lambda values: _at_slot(values, slot, has)  # noqa: E731  (the values of at_ego)
     ex, ey, ev = ego(a.x), ego(a.y), ego(a.speed)
     ec, es = ego(a.cos_h), ego(a.sin_h)
     etx, ety = ego(proj.tx), ego(proj.ty)
     heading_error = jnp.arctan2(es * etx - ec * ety, ec * etx + es * ety)
     features = [ev / 30.0, ego(proj.d) / 2.0, heading_error, progress / 100.0]
     features += _leader_features(ego, ev, leader)
-    xp, yp, sp = (padded(v, neighbours, 0.0) for v in (a.x, a.y, a.speed))
-    vp = padded(a.valid, neighbours, False)
-    offsets = [k for k in range(-neighbours, neighbours + 1) if k != 0]
+    k_max = neighbours
+    rows = jnp.stack([padded(v.astype(a.x.dtype), k_max, 0.0) for v in (a.x, a.y, a.speed, a.valid)])
+    # columns slot .. slot + 2K of the padded rows: the agents K places behind to K ahead
+    near = jax.lax.dynamic_slice_in_dim(rows, slot, 2 * k_max + 1, axis=1)
+    offsets = [k for k in range(-k_max, k_max + 1) if k != 0]
     seen = _sighted(a, (ex, ey), offsets) if occlusion else None
     for i, k in enumerate(offsets):
-        there = view(vp, neighbours, k, n)
+        x_k, y_k, s_k, valid_k = (near[r, k_max + k] for r in range(4))
+        there = valid_k > 0
         if seen is not None:
             there = there & seen[i]
-        present = ego(there.astype(a.x.dtype))
-        dx = ego(jnp.where(there, view(xp, neighbours, k, n), ex)) - ex
-        dy = ego(jnp.where(there, view(yp, neighbours, k, n), ey)) - ey
+        present = _normal(has, there.astype(a.x.dtype))
+        dx = _normal(has, jnp.where(there, x_k, ex)) - ex
+        dy = _normal(has, jnp.where(there, y_k, ey)) - ey
         fx = (dx * ec + dy * es) / 50.0
         fy = (-dx * es + dy * ec) / 50.0
-        dv = (ego(jnp.where(there, view(sp, neighbours, k, n), ev)) - ev) / 30.0
+        dv = (_normal(has, jnp.where(there, s_k, ev)) - ev) / 30.0
         features += [fx, fy, dv, present]
     return jnp.stack(features).astype(jnp.float32)
 
