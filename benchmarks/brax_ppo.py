@@ -28,7 +28,10 @@ def main() -> None:
     parser.add_argument("--held-out", type=int, default=512)
     parser.add_argument("--envs", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="only check that it runs")
     args = parser.parse_args()
+    if args.quick:
+        args.steps, args.held_out, args.envs = 2_000, 16, 16
     from drivesim.core.rollout import simulate
     from drivesim.core.types import replace
     from drivesim.env import make, patch_jax, wrap
@@ -46,7 +49,7 @@ def main() -> None:
         episode_length=env.episode_length,
         num_envs=args.envs,
         batch_size=args.envs,
-        num_minibatches=8,
+        num_minibatches=8 if args.envs >= 64 else 2,
         unroll_length=20,
         num_updates_per_batch=4,
         learning_rate=3e-4,

@@ -28,7 +28,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--source", default="synthetic:highway")
+    parser.add_argument("--quick", action="store_true", help="only check that it runs (32 envs, 10 steps)")
     args = parser.parse_args()
+    if args.quick:
+        args.envs, args.steps, args.repeats = 32, 10, 1
     import drivesim.env as dse
     from drivesim.core.policies import idm_policy
     from drivesim.core.rollout import simulate
