@@ -19,22 +19,11 @@ from drivesim.core import behavior
 from drivesim.core.observation import at_ego
 from drivesim.core.rollout import SimState, advance, observation_of, reset
 from drivesim.core.types import Array, Scenario, pytree_dataclass, replace
+from drivesim.env.pool import ScenarioPool
+from drivesim.env.pool import pick as from_pool
 from drivesim.env.reward import StepRecord
 from drivesim.scenarios.families import FamilyConfig, generate_batch
 from drivesim.train.config import EnvConfig
-
-
-@pytree_dataclass
-class ScenarioPool:
-    """Training scenarios on the devices; leading axis M = pool size.
-
-    scenarios: Scenario (M, ...); states: their initial SimState (M, ...);
-    obs: (M, obs_size) float32 initial observations.
-    """
-
-    scenarios: Scenario
-    states: SimState
-    obs: Array
 
 
 @pytree_dataclass
@@ -136,18 +125,9 @@ def pool_index(env_id: Array, episode: Array | int, num_envs: int, pool_size: in
     return (env_id + episode * num_envs) % pool_size
 
 
-def _from_pool(pool: ScenarioPool, index: Array):
-    take = lambda leaf: leaf[index]  # noqa: E731
-    return (
-        jax.tree_util.tree_map(take, pool.states),
-        jax.tree_util.tree_map(take, pool.scenarios),
-        pool.obs[index],
-    )
-
-
 def env_reset(pool: ScenarioPool, env_id: Array, num_envs: int) -> tuple[EnvState, Array]:
     """Initial EnvState and observation of environments ``env_id`` (any shape (...,))."""
-    sim, scenario, obs = _from_pool(pool, pool_index(env_id, 0, num_envs, pool.obs.shape[0]))
+    sim, scenario, obs = from_pool(pool, pool_index(env_id, 0, num_envs, pool.obs.shape[0]))
     zeros = jnp.zeros(env_id.shape, jnp.float32)
     env = EnvState(
         sim=sim,
@@ -213,7 +193,7 @@ def env_step(
     batch (see :func:`physics_step`). Returns (EnvState, obs (B, obs_size), StepOutput)."""
     sim, obs, out = jax.vmap(lambda e, a: physics_step(e, a, cfg, step_index))(env, unit_action)
     episode = env.episode + out.done.astype(jnp.int32)
-    fresh_sim, fresh_scenario, fresh_obs = _from_pool(
+    fresh_sim, fresh_scenario, fresh_obs = from_pool(
         pool, pool_index(env.env_id, episode, num_envs, pool.obs.shape[0])
     )
 
