@@ -24,6 +24,7 @@ _EXPORTS = {
     "patch_jax": "drivesim.env.brax_compat",
     "VectorEnv": "drivesim.env.gym",
     "make_vec": "drivesim.env.gym",
+    "GymnaxEnv": "drivesim.env.gymnax",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -164,3 +164,26 @@ def test_recorded_source(commonroad_dir):
 def test_bad_input_is_one_clear_error(source, args, message):
     with pytest.raises(ValueError, match=message):
         dse.make(source, **args)
+
+
+def test_gymnax_convention(env):
+    """gymnax's reset(key, params) / step(key, state, action, params), vmapped: episodes cut at
+    the limit restart on drawn scenarios inside step."""
+    gx = dse.GymnaxEnv(env, episode_length=8)
+    keys = jax.random.split(jax.random.PRNGKey(9), B)
+    obs, state = jax.vmap(gx.reset, in_axes=(0, None))(keys, gx.default_params)
+    assert obs.shape == (B, env.observation_size)
+
+    def body(carry, key):
+        state = carry
+        obs, state, reward, done, info = jax.vmap(gx.step, in_axes=(0, 0, 0, None))(
+            jax.random.split(key, B), state, jnp.zeros((B, 2)), gx.default_params
+        )
+        return state, (obs, done, info["truncation"], info["final_obs"], state.info["step"])
+
+    _, (obs, done, trunc, final, step) = jax.jit(
+        lambda s: jax.lax.scan(body, s, jax.random.split(keys[0], 16))
+    )(state)
+    done, trunc, step = np.asarray(done), np.asarray(trunc), np.asarray(step)
+    assert done[7].all() and trunc[7].all() and not done[:7].any() and (step[7] == 0).all()
+    assert not np.array_equal(np.asarray(obs)[7], np.asarray(final)[7])
