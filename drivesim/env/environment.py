@@ -7,6 +7,7 @@ where the scenario replays one). An action is (2,) in [-1, 1], clipped:
 ``[0]`` a correction to the ego's car-follower acceleration (positive: times
 ``SimConfig.max_accel``, negative: times ``min_accel``), ``[1]`` a correction to its lane
 keeper's steering angle (times ``SimConfig.max_steer``); zeros drive as the IDM ego does.
+An action with a NaN or infinite entry drives as zeros and sets ``metrics["bad_action"]``.
 
 ``done`` is termination only (a collision or leaving the road); reaching the scenario's
 last step sets ``info["truncation"]`` (Brax's name). A raw environment does not reset
@@ -100,7 +101,13 @@ class DrivingEnv:
         index = jnp.asarray(index, jnp.int32)
         sim, scenario, obs = pick(self.pool, index)
         zero = jnp.zeros((), jnp.float32)
-        metrics: dict[str, Array] = {"collided": zero, "offroad": zero, "progress": zero, "overflow": zero}
+        metrics: dict[str, Array] = {
+            "collided": zero,
+            "offroad": zero,
+            "progress": zero,
+            "overflow": zero,
+            "bad_action": zero,
+        }
         info = {
             "terminated": zero,
             "truncation": zero,
@@ -122,7 +129,9 @@ class DrivingEnv:
         episode = state.pipeline_state
         config = self.config
         scenario = self.scenario(episode.index)
-        accel, steer = behavior.action_from_unit(jnp.clip(action, -1.0, 1.0), config)
+        finite = jnp.all(jnp.isfinite(action))
+        action = jnp.where(finite, jnp.clip(action, -1.0, 1.0), 0.0)  # a NaN action drives as zeros, flagged
+        accel, steer = behavior.action_from_unit(action, config)
         controls = (accel, steer)
         sim, info = advance(
             episode.sim, scenario, config, None, ego_action=controls, step_index=clock, zone_on=self.searches
@@ -141,6 +150,7 @@ class DrivingEnv:
             offroad=as_float(info.offroad),
             progress=as_float(gain),
             overflow=as_float(info.overflow),
+            bad_action=as_float(~finite),
         )
         new_info = dict(state.info)
         new_info.update(terminated=terminated, truncation=truncation, step=state.info["step"] + 1)

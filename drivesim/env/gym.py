@@ -64,6 +64,9 @@ class VectorEnv(gymnasium.vector.VectorEnv):
             raise ValueError(
                 f"drivesim.env.gym.VectorEnv: actions of shape {expected} expected, got {actions.shape}"
             )
+        if not np.isfinite(actions).all():
+            rows = np.flatnonzero(~np.isfinite(actions).all(axis=-1)).tolist()
+            raise ValueError(f"drivesim.env.gym.VectorEnv: non-finite actions for environments {rows}")
         self._state, out = self._step(self._state, jnp.asarray(actions))
         out = jax.device_get(out)
         ended = out["done"] > 0

@@ -33,7 +33,8 @@ class State:
     reward: () float32 of the step that led here (0 after a reset); done: () float32, 1 where
     the episode terminated (the ego collided or left the road);
     metrics: {name: () float32} of the step: collided, offroad (0/1), progress (route metres
-    gained), overflow (1 where the engine's window search was not proven exact this step);
+    gained), overflow (1 where the engine's window search was not proven exact this step),
+    bad_action (1 where the action was not finite and zeros drove instead);
     info: {name: () array}: ``terminated`` (as done), ``truncation`` (1 where the scenario's
     time limit was reached without terminating: the future exists, a learner bootstraps),
     ``scenario_id`` (int32), ``step`` (int32 steps since the reset), plus what wrappers add.

@@ -40,7 +40,17 @@ def test_spaces_and_shapes(env):
     assert env.action_space.contains(np.zeros(2)) and not env.action_space.contains(np.full(2, 1.5))
     nxt = jax.jit(env.step)(state, jnp.zeros(2))
     assert nxt.obs.shape == (55,) and nxt.reward.shape == () and nxt.done.dtype == jnp.float32
-    assert int(nxt.info["step"]) == 1 and set(nxt.metrics) == {"collided", "offroad", "progress", "overflow"}
+    assert int(nxt.info["step"]) == 1 and set(nxt.metrics) == {
+        "collided",
+        "offroad",
+        "progress",
+        "overflow",
+        "bad_action",
+    }
+    bad = jax.jit(env.step)(state, jnp.array([jnp.nan, 0.5]))
+    zero = jax.jit(env.step)(state, jnp.zeros(2))
+    assert float(bad.metrics["bad_action"]) == 1.0 and float(nxt.metrics["bad_action"]) == 0.0
+    np.testing.assert_array_equal(np.asarray(bad.obs), np.asarray(zero.obs))
 
 
 def test_zero_actions_drive_as_the_idm_ego(env):

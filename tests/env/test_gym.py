@@ -56,3 +56,7 @@ def test_bad_actions(envs):
     envs.reset(seed=0)
     with pytest.raises(ValueError, match=r"actions of shape \(6, 2\) expected"):
         envs.step(np.zeros((N, 3), np.float32))
+    actions = np.zeros((N, 2), np.float32)
+    actions[4, 1] = np.nan
+    with pytest.raises(ValueError, match=r"non-finite actions for environments \[4\]"):
+        envs.step(actions)
