@@ -17,7 +17,7 @@ _EXPORTS = {
     "RolloutMetrics": "drivesim.core.types",
     "Trajectory": "drivesim.core.types",
     "simulate": "drivesim.core.rollout",
-    "simulate_trajectory": "drivesim.core.rollout",
+    "simulate_trajectory": "drivesim.core.trajectory",
     "EgoPolicy": "drivesim.core.policies",
     "EgoInputs": "drivesim.core.policies",
     "get_policy": "drivesim.core.policies",
