@@ -34,7 +34,7 @@ def ego_values(is_ego: Array, rows: list[Array]) -> list[Array]:
     return list(_ego_column(is_ego, jnp.stack([r.astype(jnp.float32) for r in rows])))
 
 
-def _ego_slot(is_ego: Array) -> tuple[Array, Array]:
+def ego_slot(is_ego: Array) -> tuple[Array, Array]:
     """The ego's slot () int32 (0 without an ego) and whether there is one () bool."""
     slots = jnp.arange(is_ego.shape[0], dtype=jnp.float32)
     slot = jnp.sum(jnp.where(is_ego, slots, 0.0)).astype(jnp.int32)  # exact below 2^24 slots
@@ -57,12 +57,16 @@ def _ego_column(is_ego: Array, rows: Array) -> Array:
     over the agents gives (-0.0 as +0.0, zeros without an ego; a NaN elsewhere does not
     leak), without computing and summing every agent's entry (XLA:CPU ran those sums, and
     argmax, an element at a time)."""
-    slots = jnp.arange(is_ego.shape[0], dtype=jnp.float32)
-    slot = jnp.sum(jnp.where(is_ego, slots, 0.0)).astype(jnp.int32)  # exact below 2^24 slots
+    return column_at(rows, *ego_slot(is_ego))
+
+
+def column_at(rows: Array, slot: Array, has: Array) -> Array:
+    """(R,) column ``slot`` (() int32) of ``rows`` (R, N) as :func:`ego_values` reads the
+    ego's: -0.0 as +0.0, zeros where ``has`` (() bool) is False."""
     zero = jnp.zeros((), rows.dtype)
     column = rows[:, slot]
     column = jnp.where(column == zero, zero, column)  # -0.0 -> +0.0 (XLA folds x + 0.0 to x)
-    return jnp.where(is_ego[slot], column, zero)
+    return jnp.where(has, column, zero)
 
 
 def ego_observation(
@@ -81,8 +85,24 @@ def ego_observation(
     ``leader``: (gap, speed) (N,) each, every agent's vehicle leader on its route (+inf gap:
     none; SimState.lead_gap / lead_speed), the one the IDM follows; None: no leader.
     """
+    slot, has = ego_slot(agents.is_ego)
+    return observation_at(agents, proj, progress, slot, has, neighbours, occlusion, leader)
+
+
+def observation_at(
+    agents,
+    proj,
+    progress: Array,
+    slot: Array,
+    has: Array,
+    neighbours: int,
+    occlusion: bool = False,
+    leader=None,
+) -> Array:
+    """:func:`ego_observation` of the agent in sorted ``slot`` (() int32; ``has``: () bool,
+    False gives the zeros of a scenario without one): that agent in its own frame and its
+    neighbours in the sorted order. Batch it over agents with ``jax.vmap``."""
     a = agents
-    slot, has = _ego_slot(a.is_ego)
     ego = lambda values: _at_slot(values, slot, has)  # noqa: E731  (the values of at_ego)
     ex, ey, ev = ego(a.x), ego(a.y), ego(a.speed)
     ec, es = ego(a.cos_h), ego(a.sin_h)
@@ -95,7 +115,7 @@ def ego_observation(
     # columns slot .. slot + 2K of the padded rows: the agents K places behind to K ahead
     near = jax.lax.dynamic_slice_in_dim(rows, slot, 2 * k_max + 1, axis=1)
     offsets = [k for k in range(-k_max, k_max + 1) if k != 0]
-    seen = _sighted(a, (ex, ey), offsets) if occlusion else None
+    seen = _sighted(a, slot, (ex, ey), offsets) if occlusion else None
     for i, k in enumerate(offsets):
         x_k, y_k, s_k, valid_k = (near[r, k_max + k] for r in range(4))
         there = valid_k > 0
@@ -125,15 +145,14 @@ def _leader_features(ego, ev: Array, leader) -> list[Array]:
     ]
 
 
-def _sighted(a, eye: tuple[Array, Array], offsets: list[int]) -> Array:
-    """(len(offsets),) bool: whether the agent k places from the ego in the sorted order (k in
-    ``offsets``) is visible from ``eye``, the ego's centre (drivesim.core.occlusion); every
-    other valid agent may block."""
+def _sighted(a, observer: Array, eye: tuple[Array, Array], offsets: list[int]) -> Array:
+    """(len(offsets),) bool: whether the agent k places from the observer (sorted slot ``observer``)
+    in the sorted order (k in ``offsets``) is visible from ``eye``, the observer's centre
+    (drivesim.core.occlusion); every other valid agent may block."""
     n = a.x.shape[0]
     slot = jnp.arange(n, dtype=jnp.int32)
-    ego_slot = at_ego(a.is_ego, slot)
-    target = jnp.clip(ego_slot + jnp.asarray(offsets, jnp.int32), 0, n - 1)  # (S,)
+    target = jnp.clip(observer + jnp.asarray(offsets, jnp.int32), 0, n - 1)  # (S,)
     boxes = (a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)
     points = sight_points(*(v[target] for v in boxes))  # (S, 5) each
-    blockers = (a.valid & (slot != ego_slot))[None, :] & (slot[None, :] != target[:, None])  # (S, N)
+    blockers = (a.valid & (slot != observer))[None, :] & (slot[None, :] != target[:, None])  # (S, N)
     return visible(eye, points, boxes, blockers)

@@ -5,7 +5,8 @@
 ``advance`` is one step (controls -> bicycle model -> odd-even re-sort -> metrics).
 ``rollout`` scans ``advance`` and returns per-scenario metrics only;
 core.trajectory's ``rollout_trajectory`` also returns the states.
-The RL environment (drivesim.train) drives the same ``advance`` with an external action.
+The RL environment (drivesim.env) drives the same ``advance`` with external actions
+(core.actions).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core import behavior, certificate, interactions, junction, mobil, neighbours, signals, switches
+from drivesim.core.actions import AgentActions
 from drivesim.core.agents import PROP_ROWS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
 from drivesim.core.dynamics import bicycle_step
@@ -170,6 +172,24 @@ def _ego_controls(state, config, policy, ego_pre: EgoBefore):
     return get_policy(config.policy).act(policy, ego, config)
 
 
+def _ego_controls_of(state, config, policy, ego_pre: EgoBefore, action) -> tuple[Array, Array]:
+    """The ego's (accel, tan(steer)), each (): its policy's (``action`` None), corrections
+    to its car follower and lane keeper (``action`` an (accel, steer) pair), or, with
+    :class:`AgentActions`, the corrections where the ego is learned and its policy elsewhere."""
+    learned = action if isinstance(action, AgentActions) else None
+    if learned is not None:
+        action = learned.ego_pair(state.agents.is_ego)
+    if action is None:
+        return _ego_controls(state, config, policy, ego_pre)
+    accel = corrected_accel(ego_pre.speed, ego_pre.gap, ego_pre.lead_speed, action[0])
+    tan = corrected_tan(ego_pre.lane_tan, action[1], config)
+    if learned is None or learned.has_ego:
+        return accel, tan
+    on = learned.ego_learned(state.agents.is_ego)
+    policy_accel, policy_tan = _ego_controls(state, config, policy, ego_pre)
+    return jnp.where(on, accel, policy_accel), jnp.where(on, tan, policy_tan)
+
+
 def observation_of(state: SimState, config: SimConfig) -> Array:
     """Ego observation of a SimState (see drivesim.core.observation)."""
     a, proj = state.agents, state.proj
@@ -286,7 +306,8 @@ def advance(
     (accel [m/s^2], steer [rad]) pair of () arrays that overrides the policy (used by the RL
     env), accel a correction to the ego's car follower (core.policies.corrected_accel) and
     steer a correction to the lane keeper (core.policies.corrected_tan), as the MLP policy
-    drives;
+    drives; or an :class:`AgentActions` of corrections for several agents (the ego among
+    them or not: an ego not in it follows ``config.policy``);
     step_index: optional unbatched () step counter shared by a whole batch (rollouts pass
     it so the re-sort can be a real branch under vmap); zone_on: optional
     core.neighbours.SearchesOn of unbatched () bools, False where no scenario of the batch
@@ -324,15 +345,17 @@ def advance(
             vehicle_gap=state.lead_gap,
             vehicle_lead_speed=state.lead_speed,
         )
-        if ego_action is None:
-            ego_accel, ego_tan = _ego_controls(state, config, policy, ego_pre)
-        else:
-            ego_accel = corrected_accel(ego_pre.speed, ego_pre.gap, ego_pre.lead_speed, ego_action[0])
-            ego_tan = corrected_tan(ego_pre.lane_tan, ego_action[1], config)
+        learned = ego_action if isinstance(ego_action, AgentActions) else None
+        ego_accel, ego_tan = _ego_controls_of(state, config, policy, ego_pre, ego_action)
+        tan_steer = lane_tan
+        if learned is not None:  # the other learned agents: corrections to their own IDM and lane keeper
+            others = learned.learned & ~a.is_ego
+            accel = jnp.where(others, accel + learned.accel, accel)
+            tan_steer = jnp.where(others, corrected_tan(lane_tan, learned.steer, config), lane_tan)
         accel = jnp.where(a.is_ego, ego_accel, accel)
         lo_accel, hi_accel, top_speed = kind_limits(a.kind, config)
         accel = jnp.clip(accel, lo_accel, hi_accel)
-        tan_steer = jnp.where(a.is_ego, ego_tan, lane_tan)
+        tan_steer = jnp.where(a.is_ego, ego_tan, tan_steer)
     with jax.named_scope("dynamics"):
         x, y, heading, speed = bicycle_step(
             a.x, a.y, a.heading, a.cos_h, a.sin_h, a.speed, a.length, accel, tan_steer, config

@@ -43,12 +43,22 @@ class DrivingEnv:
     resolved for the pool (drivesim.env.pool.build_pool); searches: the pool's fixed search
     switches (core.switches; None: each step decides); observe: an observation function
     (drivesim.env.observations); reward: a function of a StepRecord (drivesim.env.reward;
-    default RewardConfig()).
+    default RewardConfig()); clip_actions: clip actions to [-1, 1] (default); False passes
+    larger corrections on to the engine, which still clips the acceleration to its limits
+    and the steering to ``max_steer`` (the built-in trainer's Gaussian exploration).
     """
 
     def __init__(
-        self, pool: ScenarioPool, config: SimConfig, searches=None, observe=None, reward: Reward | None = None
+        self,
+        pool: ScenarioPool,
+        config: SimConfig,
+        searches=None,
+        observe=None,
+        reward: Reward | None = None,
+        *,
+        clip_actions: bool = True,
     ):
+        self.clip_actions = clip_actions
         self.pool = pool
         self.config = config
         self.searches = searches
@@ -130,7 +140,8 @@ class DrivingEnv:
         config = self.config
         scenario = self.scenario(episode.index)
         finite = jnp.all(jnp.isfinite(action))
-        action = jnp.where(finite, jnp.clip(action, -1.0, 1.0), 0.0)  # a NaN action drives as zeros, flagged
+        bounded = jnp.clip(action, -1.0, 1.0) if self.clip_actions else action
+        action = jnp.where(finite, bounded, 0.0)  # a NaN action drives as zeros, flagged
         accel, steer = behavior.action_from_unit(action, config)
         controls = (accel, steer)
         sim, info = advance(
@@ -175,16 +186,23 @@ def make(
     config: SimConfig | None = None,
     observe=None,
     reward: Reward | None = None,
+    learned: str | Sequence[int] = "ego",
 ) -> DrivingEnv:
     """A :class:`DrivingEnv` over the scenarios of ``source`` (any campaign ``--source`` spec,
     or several): synthetic families get ``pool_size`` scenarios with ``agents`` agents and ids
     from ``first_id`` (hold out ids outside the range to evaluate); recorded kinds give their
     scenarios (at most ``pool_size``). ``config``: the engine's SimConfig (default: dt 0.1 s,
-    ``episode_steps`` steps, 6 neighbours observed); ``observe``, ``reward``: see DrivingEnv."""
+    ``episode_steps`` steps, 6 neighbours observed); ``observe``, ``reward``: see DrivingEnv.
+    ``learned``: "ego" (this environment), or "all" / agent slots (original order) for a
+    multi-agent environment (drivesim.env.multi_agent.MultiAgentEnv)."""
     specs = (source,) if isinstance(source, str) else tuple(source)
     if config is None:
         config = SimConfig(dt=0.1, num_steps=episode_steps, obs_neighbours=6)
     observe = observe or Neighbours()
     spec = PoolSpec(specs=specs, size=pool_size, agents=agents, seed=seed, first_id=first_id)
+    if not (isinstance(learned, str) and learned == "ego"):
+        from drivesim.env.multi_agent import make_agents
+
+        return make_agents(spec, config, learned, observe, reward)
     pool, config, searches = build_pool(spec, config, observe)
     return DrivingEnv(pool, config, searches, observe, reward)

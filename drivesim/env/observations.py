@@ -1,9 +1,12 @@
 """Observation functions: what a learned agent sees of one environment.
 
 An observation function is an object with ``size(config) -> int`` and
-``__call__(sim, scenario, config) -> (size,) float32``; the environment calls it after every
-reset and step. :class:`Neighbours` is the engine's MLP observation (the ego and its nearest
-agents, drivesim.core.observation); :class:`NeighboursAndRoad` adds the road ahead.
+``__call__(sim, scenario, config) -> (size,) float32`` (the ego's); the environment calls it
+after every reset and step. One that also has ``of_agents(sim, scenario, config, where,
+progress) -> (K, size)`` (each learned agent's own, drivesim.env.learned) serves the
+multi-agent environment (drivesim.env.multi_agent). :class:`Neighbours` is the engine's MLP
+observation (the ego and its nearest agents, drivesim.core.observation);
+:class:`NeighboursAndRoad` adds the road ahead.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from drivesim.core.observation import ego_values, observation_size
+from drivesim.core.observation import column_at, ego_slot, observation_at, observation_size
 from drivesim.core.road import point_at
 from drivesim.core.rollout import SimState, observation_of
 from drivesim.core.types import Array, Scenario, SimConfig
+from drivesim.env.learned import AgentView
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,16 @@ class Neighbours:
 
     def __call__(self, sim: SimState, scenario: Scenario, config: SimConfig) -> Array:
         return observation_of(sim, config)
+
+    def of_agents(
+        self, sim: SimState, scenario: Scenario, config: SimConfig, where: AgentView, progress: Array
+    ) -> Array:
+        """(K, size): each learned agent's observation as the ego's (``progress`` (K,) [m])."""
+        leader = (sim.lead_gap, sim.lead_speed)
+        one = lambda slot, has, p: observation_at(  # noqa: E731
+            sim.agents, sim.proj, p, slot, has, config.obs_neighbours, config.occlusion, leader
+        )
+        return jax.vmap(one)(where.slots, where.present, progress)
 
 
 @dataclass(frozen=True)
@@ -49,22 +63,44 @@ class NeighboursAndRoad:
             [observation_of(sim, config), road_ahead(sim, scenario, self.points, self.spacing)]
         )
 
+    def of_agents(
+        self, sim: SimState, scenario: Scenario, config: SimConfig, where: AgentView, progress: Array
+    ) -> Array:
+        """(K, size): each learned agent's observation as the ego's (``progress`` (K,) [m])."""
+        near = Neighbours().of_agents(sim, scenario, config, where, progress)
+        route = scenario.agents.route[sim.agents.agent_id[where.slots]]
+        roads = jax.vmap(lambda slot, has, r: road_ahead_at(sim, scenario, self, (slot, has), r))(
+            where.slots, where.present, route
+        )
+        return jnp.concatenate([near, roads], axis=-1)
+
 
 def road_ahead(sim: SimState, scenario: Scenario, points: int, spacing: float) -> Array:
     """(6 * points,) the ego's lane ahead in its frame (see :class:`NeighboursAndRoad`):
     for each point nearest first, the centre's (x, y), the left edge's, the right edge's."""
+    shape = NeighboursAndRoad(points=points, spacing=spacing)
+    route = scenario.agents.route[scenario.ego_index]
+    return road_ahead_at(sim, scenario, shape, ego_slot(sim.agents.is_ego), route)
+
+
+def road_ahead_at(
+    sim: SimState, scenario: Scenario, shape: NeighboursAndRoad, observer, route: Array
+) -> Array:
+    """:func:`road_ahead` of the agent ``observer`` = (sorted slot () int32, present () bool)
+    on ``route`` (() int32, its lane in ``scenario.road``)."""
     a = sim.agents
-    ahead = (jnp.arange(points + 1, dtype=jnp.float32) + 1.0) * spacing  # one more: the last tangent
+    slot, has = observer
+    ahead = (
+        jnp.arange(shape.points + 1, dtype=jnp.float32) + 1.0
+    ) * shape.spacing  # one more: the last tangent
     xs, ys = jax.vmap(lambda s: point_at(sim.proj.s + s, a.seg))(ahead)  # (points + 1, N) each
-    cx = jnp.stack(ego_values(a.is_ego, list(xs)))
-    cy = jnp.stack(ego_values(a.is_ego, list(ys)))
+    cx, cy = column_at(xs, slot, has), column_at(ys, slot, has)
     tx, ty = cx[1:] - cx[:-1], cy[1:] - cy[:-1]
     norm = jnp.maximum(jnp.hypot(tx, ty), 1e-6)
     nx, ny = -ty / norm, tx / norm  # left normal
-    width = scenario.road.widths[scenario.agents.route[scenario.ego_index]]
-    half = 0.5 * width
+    half = 0.5 * scenario.road.widths[route]
     cx, cy = cx[:-1], cy[:-1]
-    ex, ey, ec, es = ego_values(a.is_ego, [a.x, a.y, a.cos_h, a.sin_h])
+    ex, ey, ec, es = column_at(jnp.stack([a.x, a.y, a.cos_h, a.sin_h]), slot, has)
     groups = [(cx, cy), (cx + half * nx, cy + half * ny), (cx - half * nx, cy - half * ny)]
     out = []
     for px, py in groups:

@@ -26,10 +26,25 @@ class Episode:
 
 
 @pytree_dataclass
+class AgentsEpisode:
+    """The running episode of a multi-agent environment (drivesim.env.multi_agent).
+
+    sim: the engine's SimState; index: () int32 its pool entry; start_arc, last_arc: (K,)
+    each learned agent's route arc length [m] at the reset and after the last step.
+    """
+
+    sim: SimState
+    index: Array
+    start_arc: Array
+    last_arc: Array
+
+
+@pytree_dataclass
 class State:
     """One environment's state after a reset or a step; every array on the device.
 
-    pipeline_state: :class:`Episode`; obs: (observation_size,) float32;
+    pipeline_state: :class:`Episode` (:class:`AgentsEpisode` in a multi-agent environment,
+    the inner State under drivesim.env.multi_agent.FlatAgents); obs: (observation_size,) float32;
     reward: () float32 of the step that led here (0 after a reset); done: () float32, 1 where
     the episode terminated (the ego collided or left the road);
     metrics: {name: () float32} of the step: collided, offroad (0/1), progress (route metres
@@ -40,7 +55,7 @@ class State:
     ``scenario_id`` (int32), ``step`` (int32 steps since the reset), plus what wrappers add.
     """
 
-    pipeline_state: Episode
+    pipeline_state: Any
     obs: Array
     reward: Array
     done: Array

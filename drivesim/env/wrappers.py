@@ -110,10 +110,19 @@ class EpisodeWrapper(Wrapper):
         return state.replace(reward=reward, done=done, info=info)
 
 
+def episode_ended(state: State) -> Array:
+    """(B,) bool: the batch's episodes that ended: ``done`` or ``info["truncation"]`` set (for
+    any agent, where those have an agent axis: drivesim.env.multi_agent)."""
+    ended = state.done > 0
+    if "truncation" in state.info:
+        ended = ended | (state.info["truncation"] > 0)
+    return jnp.any(ended.reshape(ended.shape[0], -1), axis=1)
+
+
 class AutoResetWrapper(Wrapper):
-    """Where an episode ended, the environment restarts on a freshly drawn scenario (a reset
-    with the environment's next key); ``info["final_obs"]``: the observation the step reached
-    before any restart."""
+    """Where an episode ended (:func:`episode_ended`), the environment restarts on a freshly
+    drawn scenario (a reset with the environment's next key); ``info["final_obs"]``: the
+    observation the step reached before any restart."""
 
     def reset(self, rng: Array) -> State:
         keys = jax.vmap(jax.random.split)(rng)  # (B, 2, 2): the restart stream, the first episode
@@ -129,7 +138,7 @@ class AutoResetWrapper(Wrapper):
         keys = jax.vmap(jax.random.split)(state.info["reset_key"])
         state = self.env.step(state, action)
         fresh = self.env.reset(keys[:, 1])
-        done = state.done > 0
+        done = episode_ended(state)
 
         def where_done(new, old):
             return jnp.where(done.reshape(done.shape + (1,) * (new.ndim - done.ndim)), new, old)
@@ -149,11 +158,19 @@ class AutoResetWrapper(Wrapper):
 
 def wrap(env, episode_length: int | None = None, action_repeat: int = 1, randomization_fn=None) -> Wrapper:
     """``env`` batched, time-limited (default: its ``episode_length``) and auto-reset on drawn
-    scenarios (see the module docstring); the signature of ``brax.envs.training.wrap``, so it
-    is a ``wrap_env_fn`` for Brax's trainers. ``randomization_fn``: not supported (None)."""
+    scenarios (see the module docstring; a multi-agent environment, drivesim.env.multi_agent,
+    gets its time limit and the auto-reset, with actions (B, K, 2)); the signature of
+    ``brax.envs.training.wrap``, so it is a ``wrap_env_fn`` for Brax's trainers.
+    ``randomization_fn``: not supported (None)."""
     if randomization_fn is not None:
         raise ValueError(
             "drivesim.env.wrappers.wrap: randomization_fn is not supported (draw scenarios instead)"
         )
     length = env.episode_length if episode_length is None else episode_length
+    if hasattr(env, "with_time_limit"):  # a multi-agent environment keeps its own time limit
+        if action_repeat != 1:
+            raise ValueError(
+                "drivesim.env.wrappers.wrap: a multi-agent environment takes action_repeat=1 only"
+            )
+        return AutoResetWrapper(VmapWrapper(env.with_time_limit(length)))
     return AutoResetWrapper(EpisodeWrapper(VmapWrapper(env), length, action_repeat))

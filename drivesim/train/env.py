@@ -1,10 +1,11 @@
-"""The RL view of the engine for the ego, as pure functions (Brax/PureJaxRL style).
+"""The built-in trainer's environments: drivesim.env's :class:`DrivingEnv` stepped with
+``vmap``, restarting on a fixed walk through the pool.
 
-One environment = one scenario driven by :func:`drivesim.core.rollout.advance` with an external
-ego action; batching is ``vmap``. Scenarios come from a :class:`ScenarioPool` generated once on
-the host and kept on the devices; an episode that ends (collision, off-road or its last step)
-is reset in place to the next pool scenario: a gather from the pool's precomputed initial
-states, once per step for the whole batch, selected only where the episode ended.
+Scenarios come from a :class:`ScenarioPool` of the family's ids, generated once on the host
+and kept on the devices. An episode that ends (collision, off-road or its last step) restarts
+in place on the environment's next pool scenario (:func:`pool_index`: the walk depends only
+on the environment's global id and episode count, so a run is the same on any number of
+devices and after a resume), selected only where the episode ended.
 """
 
 from __future__ import annotations
@@ -15,34 +16,35 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from drivesim.core import behavior
-from drivesim.core.observation import at_ego
-from drivesim.core.rollout import SimState, advance, observation_of, reset
+from drivesim.core.rollout import SimState, observation_of, reset
 from drivesim.core.types import Array, Scenario, pytree_dataclass, replace
+from drivesim.env.environment import DrivingEnv
+from drivesim.env.observations import Neighbours
 from drivesim.env.pool import ScenarioPool
-from drivesim.env.pool import pick as from_pool
-from drivesim.env.reward import StepRecord
+from drivesim.env.state import State
 from drivesim.scenarios.families import FamilyConfig, generate_batch
 from drivesim.train.config import EnvConfig
 
 
 @pytree_dataclass
 class EnvState:
-    """State of one environment; fields () unless noted.
+    """State of one training environment; fields () unless noted.
 
-    sim: SimState of the running episode; scenario: its Scenario.
+    state: the drivesim.env State of the running episode (pipeline_state: Episode with the
+    engine's SimState, its pool entry and the ego's progress [m] so far);
     env_id: global index of this environment (stable across devices and resumes).
     episode: episodes started by this environment (picks the next pool scenario).
     ep_return: reward summed over the running episode.
-    progress: ego route progress [m] so far in the running episode.
     """
 
-    sim: SimState
-    scenario: Scenario
+    state: State
     env_id: Array
     episode: Array
     ep_return: Array
-    progress: Array
+
+    @property
+    def sim(self) -> SimState:
+        return self.state.pipeline_state.sim
 
 
 @pytree_dataclass
@@ -125,59 +127,48 @@ def pool_index(env_id: Array, episode: Array | int, num_envs: int, pool_size: in
     return (env_id + episode * num_envs) % pool_size
 
 
-def env_reset(pool: ScenarioPool, env_id: Array, num_envs: int) -> tuple[EnvState, Array]:
-    """Initial EnvState and observation of environments ``env_id`` (any shape (...,))."""
-    sim, scenario, obs = from_pool(pool, pool_index(env_id, 0, num_envs, pool.obs.shape[0]))
+def driving_env(pool: ScenarioPool, cfg: EnvConfig) -> DrivingEnv:
+    """The drivesim.env environment the trainer steps: the pool, the engine config, the ego's
+    MLP observation and the configured reward; the PPO's Gaussian samples go to the engine
+    unclipped (it clips the acceleration and steering to their limits)."""
+    return DrivingEnv(pool, cfg.sim, None, Neighbours(), cfg.reward, clip_actions=False)
+
+
+def env_reset(pool: ScenarioPool, env_id: Array, num_envs: int, cfg: EnvConfig) -> tuple[EnvState, Array]:
+    """Initial EnvState and observation of environments ``env_id`` (B,)."""
+    env = driving_env(pool, cfg)
+    state = jax.vmap(env.reset_at)(pool_index(env_id, 0, num_envs, env.pool_size))
     zeros = jnp.zeros(env_id.shape, jnp.float32)
-    env = EnvState(
-        sim=sim,
-        scenario=scenario,
-        env_id=env_id,
-        episode=jnp.zeros(env_id.shape, jnp.int32),
-        ep_return=zeros,
-        progress=zeros,
-    )
-    return env, obs
+    out = EnvState(state=state, env_id=env_id, episode=jnp.zeros(env_id.shape, jnp.int32), ep_return=zeros)
+    return out, state.obs
 
 
-def reward_of(info, progress_gain: Array, cfg: EnvConfig, lane_offset: Array | float = 0.0) -> Array:
-    """The configured per-step reward (drivesim.env.reward.RewardConfig); (). lane_offset: the
-    ego's lateral offset from its lane's centre line [m]."""
-    return cfg.reward(StepRecord(info=info, progress_gain=progress_gain, lane_offset=lane_offset, dt=cfg.dt))
-
-
-def physics_step(env: EnvState, unit_action: Array, cfg: EnvConfig, step_index: Array | None = None):
-    """Advance one environment without reset: unit action (2,) in the actor's [-1, 1] space
-    -> (new SimState, observation (obs_size,), StepOutput).
+def physics_step(
+    pool: ScenarioPool, env: EnvState, unit_action: Array, cfg: EnvConfig, step_index: Array | None = None
+) -> tuple[State, StepOutput]:
+    """Advance one environment without reset (DrivingEnv.step): unit action (2,) in [-1, 1]
+    -> (the new drivesim.env State, StepOutput).
 
     step_index: unbatched () step counter shared by the whole batch, driving the engine's
     re-sort when ``cfg.sort_schedule == "global"`` (see :class:`EnvConfig`); without it, or
     with ``"episode"``, the episode's own step drives it (same schedule as evaluation)."""
-    sim_cfg = cfg.sim
-    accel, steer = behavior.action_from_unit(unit_action, sim_cfg)
     if cfg.sort_schedule == "episode" or step_index is None:
         step_index = env.sim.t
-    sim, info = advance(
-        env.sim, env.scenario, sim_cfg, None, ego_action=(accel, steer), step_index=step_index
-    )
-    offset = at_ego(sim.agents.is_ego, sim.proj.d)  # lateral offset from the ego's lane centre [m]
-    reward = reward_of(info, info.ego_progress - env.progress, cfg, offset)
-    ended = sim.t >= jnp.minimum(env.scenario.episode_length, sim_cfg.num_steps)
-    terminated = info.ego_collided | info.offroad
-    ep_return = env.ep_return + reward
-    obs = observe(sim, cfg)
+    state = driving_env(pool, cfg).step(env.state, unit_action, step_index)
+    terminated = state.done > 0
+    truncated = state.info["truncation"] > 0
     out = StepOutput(
-        reward=reward,
-        done=terminated | ended,
+        reward=state.reward,
+        done=terminated | truncated,
         terminated=terminated,
-        truncated=ended & ~terminated,
-        collided=info.ego_collided,
-        offroad=info.offroad,
-        final_return=ep_return,
-        final_progress=info.ego_progress,
-        final_obs=obs,
+        truncated=truncated,
+        collided=state.metrics["collided"] > 0,
+        offroad=state.metrics["offroad"] > 0,
+        final_return=env.ep_return + state.reward,
+        final_progress=state.pipeline_state.progress,
+        final_obs=state.obs,
     )
-    return sim, obs, out
+    return state, out
 
 
 def env_step(
@@ -191,22 +182,18 @@ def env_step(
     """Step a batch of environments (B,) with unit actions (B, 2); environments whose episode
     ended restart on their next pool scenario. step_index: unbatched () counter shared by the
     batch (see :func:`physics_step`). Returns (EnvState, obs (B, obs_size), StepOutput)."""
-    sim, obs, out = jax.vmap(lambda e, a: physics_step(e, a, cfg, step_index))(env, unit_action)
+    state, out = jax.vmap(lambda e, a: physics_step(pool, e, a, cfg, step_index))(env, unit_action)
     episode = env.episode + out.done.astype(jnp.int32)
-    fresh_sim, fresh_scenario, fresh_obs = from_pool(
-        pool, pool_index(env.env_id, episode, num_envs, pool.obs.shape[0])
+    fresh = jax.vmap(driving_env(pool, cfg).reset_at)(
+        pool_index(env.env_id, episode, num_envs, pool.obs.shape[0])
     )
 
     def pick(new, old):
         mask = out.done.reshape(out.done.shape + (1,) * (new.ndim - 1))
         return jnp.where(mask, new, old)
 
+    state = jax.tree_util.tree_map(pick, fresh, state)
     env = EnvState(
-        sim=jax.tree_util.tree_map(pick, fresh_sim, sim),
-        scenario=jax.tree_util.tree_map(pick, fresh_scenario, env.scenario),
-        env_id=env.env_id,
-        episode=episode,
-        ep_return=jnp.where(out.done, 0.0, out.final_return),
-        progress=jnp.where(out.done, 0.0, out.final_progress),
+        state=state, env_id=env.env_id, episode=episode, ep_return=jnp.where(out.done, 0.0, out.final_return)
     )
-    return env, pick(fresh_obs, obs), out
+    return env, state.obs, out

@@ -359,7 +359,7 @@ def _init_state(pool: ScenarioPool, cfg: TrainConfig) -> TrainState:
     params = networks.init_actor_critic(
         k_params, cfg.env.obs_size, p.hidden, p.init_log_std, p.actor_last_scale
     )
-    env, obs = env_reset(pool, jnp.arange(p.num_envs, dtype=jnp.int32), p.num_envs)
+    env, obs = env_reset(pool, jnp.arange(p.num_envs, dtype=jnp.int32), p.num_envs, cfg.env)
     return TrainState(
         params=params,
         opt_state=make_optimizer(cfg).init(params),

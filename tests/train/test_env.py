@@ -31,7 +31,7 @@ def test_pool_holds_training_ids(pool):
 
 def test_hard_steering_goes_offroad_is_penalised_and_resets(pool):
     num_envs = 4
-    env, obs = env_reset(pool, jnp.arange(num_envs, dtype=jnp.int32), num_envs)
+    env, obs = env_reset(pool, jnp.arange(num_envs, dtype=jnp.int32), num_envs, CFG)
     step = jax.jit(lambda e, a: env_step(pool, e, a, CFG, num_envs))
     # env 0: full left lock; env 1: straight at constant speed; env 2: full braking
     action = jnp.asarray([[0.5, 1.0], [0.0, 0.0], [-1.0, 0.0], [0.0, 0.0]])
@@ -53,7 +53,7 @@ def test_hard_steering_goes_offroad_is_penalised_and_resets(pool):
     # automatic reset: next pool scenario, t = 0, fresh observation and return
     assert int(env.episode[0]) == 1 and int(env.sim.t[0]) == 0 and float(env.ep_return[0]) == 0.0
     nxt = int(pool_index(0, 1, num_envs, CFG.pool_size))
-    assert int(env.scenario.scenario_id[0]) == CFG.pool_start + nxt
+    assert int(env.state.info["scenario_id"][0]) == CFG.pool_start + nxt
     np.testing.assert_allclose(obs[0], pool.obs[nxt])
     assert int(before.sim.t[0]) >= 1
 
@@ -61,15 +61,14 @@ def test_hard_steering_goes_offroad_is_penalised_and_resets(pool):
 def _episode(pool, cfg, policy, num_envs: int = 8, offset: int = 0):
     """One episode of the first ``num_envs`` pool scenarios under ``policy`` (obs -> unit action),
     without resets; the shared re-sort counter starts at ``offset``. StepOutputs (T, B)."""
-    env, obs = env_reset(pool, jnp.arange(num_envs, dtype=jnp.int32), cfg.pool_size)
+    env, obs = env_reset(pool, jnp.arange(num_envs, dtype=jnp.int32), cfg.pool_size, cfg)
 
     @jax.jit
     def episode(env, obs):
         def body(carry, i):
             env, obs = carry
-            sim, new_obs, out = jax.vmap(lambda e, a: physics_step(e, a, cfg, i))(env, policy(obs))
-            env = env.__class__(**{**env.__dict__, "sim": sim, "progress": out.final_progress})
-            return (env, new_obs), out
+            state, out = jax.vmap(lambda e, a: physics_step(pool, e, a, cfg, i))(env, policy(obs))
+            return (dataclasses.replace(env, state=state), state.obs), out
 
         steps = offset + jnp.arange(cfg.episode_steps, dtype=jnp.int32)
         return jax.lax.scan(body, (env, obs), steps)[1]
