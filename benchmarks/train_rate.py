@@ -7,7 +7,9 @@ against the IDM engine on the same scenarios.
 one device call of 20 updates to compile and warm up, then ``--calls`` timed calls. With
 ``--engine``, each call alternates with ``simulate`` (IDM ego) of ``--envs`` pool scenarios
 x 80 steps, and the ratio of the two env-steps/s is taken pair by pair. Prints one JSON
-object: the per-call rates, their median and, with ``--engine``, the engine's and the ratios.
+object: the per-call rates and their median, the rate of the rollouts alone (the same
+policy acting, no PPO update: ``ppo_update_share`` = 1 - training / rollout rate) and, with
+``--engine``, the engine's rates and the ratios.
 To compare two versions, run it in each checkout
 alternately (``PYTHONPATH=OTHER_CHECKOUT``) and compare the medians pair by pair: the machine
 drifts between runs, so only alternating pairs measured in one sitting are comparable.
@@ -45,15 +47,23 @@ def main() -> None:
     state, _ = trainer.run(trainer.init_state(), 20)
     jax.block_until_ready(state)
     engine = _engine(pool, cfg, args.envs) if args.engine else None
-    rates, engine_rates = [], []
+    rollouts = _rollouts(trainer, state, cfg)
+    rates, engine_rates, rollout_rates = [], [], []
     for _ in range(args.calls):
         t0 = time.perf_counter()
         state, _ = trainer.run(state, 20)
         jax.block_until_ready(state)
         rates.append(20 * cfg.ppo.batch_steps / (time.perf_counter() - t0))
+        rollout_rates.append(rollouts(state))
         if engine is not None:
             engine_rates.append(engine())
     out: dict = {"env_steps_per_s": [round(r) for r in rates], "median": round(statistics.median(rates))}
+    shares = [1.0 - r / c for r, c in zip(rates, rollout_rates, strict=True)]
+    out.update(
+        rollout_steps_per_s=[round(r) for r in rollout_rates],
+        rollout_median=round(statistics.median(rollout_rates)),
+        ppo_update_share_median=round(statistics.median(shares), 3),
+    )
     if engine_rates:
         ratios = [r / e for r, e in zip(rates, engine_rates, strict=True)]
         out.update(
@@ -63,6 +73,31 @@ def main() -> None:
             ratios=[round(r, 3) for r in ratios],
         )
     print(json.dumps(out))
+
+
+def _rollouts(trainer, state, cfg):
+    """A timer of 20 rollouts alone (the policy acting in the environments, no PPO update):
+    env-steps/s per call; the rest of an update's time is the PPO update."""
+    from drivesim.train.ppo import collect
+
+    def twenty(params, env, obs, key):
+        def one(carry, k):
+            env, obs = carry
+            env, obs, _, _ = collect(params, env, obs, k, trainer.pool, cfg)
+            return (env, obs), None
+
+        return jax.lax.scan(one, (env, obs), jax.random.split(key, 20))[0]
+
+    program = jax.jit(twenty)
+    args = (state.params, state.env, state.obs, jax.random.PRNGKey(0))
+    jax.block_until_ready(program(*args))
+
+    def timed(current) -> float:
+        t0 = time.perf_counter()
+        jax.block_until_ready(program(current.params, current.env, current.obs, jax.random.PRNGKey(1)))
+        return 20 * cfg.ppo.batch_steps / (time.perf_counter() - t0)
+
+    return timed
 
 
 def _engine(pool, cfg, envs: int):

@@ -2,12 +2,17 @@
 
 The names most programs need; each room (``drivesim.core``, ``drivesim.scenarios``,
 ``drivesim.parallel``, ``drivesim.pipeline``, ``drivesim.bench``, ``drivesim.report``,
-``drivesim.train``) exports its own. Imported on first use.
+``drivesim.train``) exports its own. Imported on first use. Importing drivesim turns JAX's
+persistent compilation cache on (drivesim.parallel.compile_cache; ``DRIVESIM_JAX_CACHE=off``
+leaves it off).
 """
 
 from __future__ import annotations
 
 from drivesim._exports import lazy_exports
+from drivesim.parallel import compile_cache
+
+compile_cache.enable_on_import()  # the persistent compilation cache (DRIVESIM_JAX_CACHE=off: none)
 
 __version__ = "0.1.0"
 
