@@ -21,9 +21,10 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # DRIVESIM_TESTS_JAX_CACHE=off gives the run a cache of its own, removed at the end (a cold run).
 # JAX_COMPILATION_CACHE_DIR, when set, wins over both.
 CACHE_BYTES = 2 * 1024**3  # about 20 whole runs of programs that changed (~100 MB each)
+_USER_NAMED_JAX_CACHE = "JAX_COMPILATION_CACHE_DIR" in os.environ  # before `import drivesim` sets it
 from drivesim.parallel import compile_cache, processor  # noqa: E402, I001  (imports no JAX)
 
-if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+if not _USER_NAMED_JAX_CACHE:
     _named = os.environ.get("DRIVESIM_TESTS_JAX_CACHE", "").strip()
     if _named and _named.lower() in compile_cache.OFF:
         os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="drivesim-tests-jax-cache-")

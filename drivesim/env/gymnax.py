@@ -9,12 +9,12 @@ new episode's where ``done``). ``done`` covers termination and the time limit; `
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from drivesim.core.types import Array
 from drivesim.env.environment import DrivingEnv
 from drivesim.env.state import State
+from drivesim.env.wrappers import where_done
 
 
 class GymnaxEnv:
@@ -45,14 +45,11 @@ class GymnaxEnv:
         truncation = jnp.where((limit | (stepped.info["truncation"] > 0)) & (stepped.done == 0), 1.0, 0.0)
         done = (stepped.done > 0) | (truncation > 0)
         fresh = self.env.reset(key)
-        pick = lambda new, old: jnp.where(done, new, old)  # noqa: E731  (leaves of one environment)
-        following = jax.tree_util.tree_map(
-            lambda new, old: jnp.where(done.reshape((1,) * new.ndim), new, old), fresh, stepped
-        )
+        following = where_done(done, fresh, stepped)
         info = {
             "terminated": stepped.done,
             "truncation": truncation,
             "final_obs": stepped.obs,
             **stepped.metrics,
         }
-        return pick(fresh.obs, stepped.obs), following, stepped.reward, done, info
+        return following.obs, following, stepped.reward, done, info

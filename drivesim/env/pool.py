@@ -8,7 +8,7 @@ registry a campaign uses and read position by position, each scenario validated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -37,12 +37,14 @@ class ScenarioPool:
     """Scenarios on the devices; leading axis M = pool size.
 
     scenarios: Scenario (M, ...); states: their initial SimState (M, ...);
-    obs: (M, observation_size) float32 initial observations.
+    obs: (M, observation_size) float32 initial observations; searches: static, the pool's
+    search switches fixed as Python bools (core.switches; None: every search, every step).
     """
 
     scenarios: Scenario
     states: SimState
     obs: Array
+    searches: Any = field(default=None, metadata={"static": True})
 
 
 def host_scenarios(spec: PoolSpec, steps: int) -> Scenario:
@@ -111,7 +113,7 @@ def _initial(scenarios: Scenario, config: SimConfig, searches, observe) -> Scena
         return sim, observe(sim, scenario, config)
 
     states, obs = jax.jit(jax.vmap(one))(scenarios)
-    return ScenarioPool(scenarios=scenarios, states=states, obs=obs)
+    return ScenarioPool(scenarios=scenarios, states=states, obs=obs, searches=searches)
 
 
 def pick(pool: ScenarioPool, index: Array) -> tuple[SimState, Scenario, Array]:

@@ -110,6 +110,16 @@ class EpisodeWrapper(Wrapper):
         return state.replace(reward=reward, done=done, info=info)
 
 
+def where_done(done: Array, new, old):
+    """The PyTree ``new`` where ``done`` ((B,) or () bool, leading axes of every leaf) is set,
+    ``old`` elsewhere."""
+
+    def pick(a, b):
+        return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - done.ndim)), a, b)
+
+    return jax.tree_util.tree_map(pick, new, old)
+
+
 def episode_ended(state: State) -> Array:
     """(B,) bool: the batch's episodes that ended: ``done`` or ``info["truncation"]`` set (for
     any agent, where those have an agent axis: drivesim.env.multi_agent)."""
@@ -139,19 +149,15 @@ class AutoResetWrapper(Wrapper):
         state = self.env.step(state, action)
         fresh = self.env.reset(keys[:, 1])
         done = episode_ended(state)
-
-        def where_done(new, old):
-            return jnp.where(done.reshape(done.shape + (1,) * (new.ndim - done.ndim)), new, old)
-
         info = dict(state.info)
         info["final_obs"] = state.obs
         info["reset_key"] = keys[:, 0]
         for name in ("scenario_id", "step"):
             if name in info:
-                info[name] = where_done(fresh.info[name], info[name])
+                info[name] = where_done(done, fresh.info[name], info[name])
         return state.replace(
-            pipeline_state=jax.tree_util.tree_map(where_done, fresh.pipeline_state, state.pipeline_state),
-            obs=where_done(fresh.obs, state.obs),
+            pipeline_state=where_done(done, fresh.pipeline_state, state.pipeline_state),
+            obs=where_done(done, fresh.obs, state.obs),
             info=info,
         )
 

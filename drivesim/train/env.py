@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from drivesim.core import switches
 from drivesim.core.rollout import SimState, observation_of, reset
 from drivesim.core.types import Array, Scenario, pytree_dataclass, replace
 from drivesim.env.environment import DrivingEnv
@@ -110,15 +111,18 @@ def observe(state: SimState, cfg: EnvConfig) -> Array:
 
 
 def build_pool(cfg: EnvConfig, ids=None) -> ScenarioPool:
-    """Generate the pool on the host and compute initial states and observations (jitted)."""
-    return _init_pool(host_scenarios(cfg, scenario_ids(cfg) if ids is None else ids), cfg)
+    """Generate the pool on the host, fix its search switches (core.switches: the searches
+    its scenarios need, the others left out of the program) and compute initial states and
+    observations (jitted)."""
+    scenarios = jax.device_put(host_scenarios(cfg, scenario_ids(cfg) if ids is None else ids))
+    return _init_pool(scenarios, cfg, switches.of_batch(scenarios, cfg.sim))
 
 
-@functools.partial(jax.jit, static_argnames="cfg")
-def _init_pool(scenarios: Scenario, cfg: EnvConfig) -> ScenarioPool:
-    states = jax.vmap(lambda s: reset(s, cfg.sim))(scenarios)
+@functools.partial(jax.jit, static_argnames=("cfg", "searches"))
+def _init_pool(scenarios: Scenario, cfg: EnvConfig, searches) -> ScenarioPool:
+    states = jax.vmap(lambda s: reset(s, cfg.sim, searches))(scenarios)
     obs = jax.vmap(lambda s: observe(s, cfg))(states)
-    return ScenarioPool(scenarios=scenarios, states=states, obs=obs)
+    return ScenarioPool(scenarios=scenarios, states=states, obs=obs, searches=searches)
 
 
 def pool_index(env_id: Array, episode: Array | int, num_envs: int, pool_size: int) -> Array:
@@ -128,10 +132,10 @@ def pool_index(env_id: Array, episode: Array | int, num_envs: int, pool_size: in
 
 
 def driving_env(pool: ScenarioPool, cfg: EnvConfig) -> DrivingEnv:
-    """The drivesim.env environment the trainer steps: the pool, the engine config, the ego's
-    MLP observation and the configured reward; the PPO's Gaussian samples go to the engine
-    unclipped (it clips the acceleration and steering to their limits)."""
-    return DrivingEnv(pool, cfg.sim, None, Neighbours(), cfg.reward, clip_actions=False)
+    """The drivesim.env environment the trainer steps: the pool (and its search switches),
+    the engine config, the ego's MLP observation and the configured reward; the PPO's
+    Gaussian samples go to the engine unclipped (it clips acceleration and steering)."""
+    return DrivingEnv(pool, cfg.sim, pool.searches, Neighbours(), cfg.reward, clip_actions=False)
 
 
 def env_reset(pool: ScenarioPool, env_id: Array, num_envs: int, cfg: EnvConfig) -> tuple[EnvState, Array]:
