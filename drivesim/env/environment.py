@@ -111,21 +111,8 @@ class DrivingEnv:
         index = jnp.asarray(index, jnp.int32)
         sim, scenario, obs = pick(self.pool, index)
         zero = jnp.zeros((), jnp.float32)
-        metrics: dict[str, Array] = {
-            "collided": zero,
-            "offroad": zero,
-            "progress": zero,
-            "overflow": zero,
-            "bad_action": zero,
-        }
-        info = {
-            "terminated": zero,
-            "truncation": zero,
-            "scenario_id": scenario.scenario_id,
-            "step": jnp.zeros((), jnp.int32),
-        }
         episode = Episode(sim=sim, index=index, progress=zero)
-        return State(pipeline_state=episode, obs=obs, reward=zero, done=zero, metrics=metrics, info=info)
+        return fresh_state(episode, obs, zero, scenario.scenario_id)
 
     def step(self, state: State, action: Array, clock: Array | None = None) -> State:
         """Advance one step with ``action`` (2,); see the module docstring for its meaning.
@@ -173,6 +160,29 @@ class DrivingEnv:
             metrics=metrics,
             info=new_info,
         )
+
+
+def fresh_state(episode, obs: Array, per_agent: Array, scenario_id: Array) -> State:
+    """The State of a reset: reward, done, the agents' metrics and ``info["terminated"]`` /
+    ``info["truncation"]`` as zeros shaped like ``per_agent`` (() or (K,)), the scenario's
+    metrics (overflow, bad_action) as () zeros, ``info["step"]`` 0."""
+    zero = jnp.zeros((), jnp.float32)
+    metrics: dict[str, Array] = {
+        "collided": per_agent,
+        "offroad": per_agent,
+        "progress": per_agent,
+        "overflow": zero,
+        "bad_action": zero,
+    }
+    info = {
+        "terminated": per_agent,
+        "truncation": per_agent,
+        "scenario_id": scenario_id,
+        "step": jnp.zeros((), jnp.int32),
+    }
+    return State(
+        pipeline_state=episode, obs=obs, reward=per_agent, done=per_agent, metrics=metrics, info=info
+    )
 
 
 def make(

@@ -29,7 +29,7 @@ from drivesim.core.actions import AgentActions
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import advance
 from drivesim.core.types import Array, SimConfig
-from drivesim.env.environment import DrivingEnv
+from drivesim.env.environment import DrivingEnv, fresh_state
 from drivesim.env.learned import agent_infos, agent_step, at, learned_ids, lookup_table, view
 from drivesim.env.pool import PoolSpec, ScenarioPool, build_pool, pick
 from drivesim.env.reward import Reward, StepRecord
@@ -91,23 +91,9 @@ class MultiAgentEnv(DrivingEnv):
         sim, scenario, obs = pick(self.pool, index)
         k = self.num_learned
         zeros = jnp.zeros((k,), jnp.float32)
-        zero = jnp.zeros((), jnp.float32)
         arc = view_arc(sim, jnp.asarray(self.ids, jnp.int32))
-        metrics = {
-            "collided": zeros,
-            "offroad": zeros,
-            "progress": zeros,
-            "overflow": zero,
-            "bad_action": zero,
-        }
-        info = {
-            "terminated": zeros,
-            "truncation": zeros,
-            "scenario_id": scenario.scenario_id,
-            "step": jnp.zeros((), jnp.int32),
-        }
         episode = AgentsEpisode(sim=sim, index=index, start_arc=arc, last_arc=arc)
-        return State(pipeline_state=episode, obs=obs, reward=zeros, done=zeros, metrics=metrics, info=info)
+        return fresh_state(episode, obs, zeros, scenario.scenario_id)
 
     def step(self, state: State, action: Array, clock: Array | None = None) -> State:
         """Advance one step with ``action`` (K, 2); see the module docstring. ``clock``: as
