@@ -35,6 +35,7 @@ def main() -> None:
     from drivesim.core.rollout import simulate
     from drivesim.core.types import replace
     from drivesim.env import make, patch_jax, wrap
+    from drivesim.env.evaluate import score
 
     patch_jax()
     from brax.training.agents.ppo import train as ppo
@@ -65,8 +66,8 @@ def main() -> None:
     train_s = time.perf_counter() - t0
     held = make("synthetic:highway", agents=16, episode_steps=80, pool_size=args.held_out, first_id=0)
     policy = make_policy(params, deterministic=True)
-    learned = _score(held, lambda obs, key: policy(obs, key)[0])
-    idm = _score(held, lambda obs, key: jnp.zeros((obs.shape[0], 2)))
+    learned = score(held, lambda obs, key: policy(obs, key)[0])
+    idm = score(held, lambda obs, key: jnp.zeros((obs.shape[0], 2)))
     constant = jax.device_get(simulate(held.pool.scenarios, None, replace(held.config, policy="constant")))
     out = {
         "env_steps": args.steps,
@@ -91,31 +92,6 @@ def _point(step, metrics) -> dict:
         "step": int(step),
         "reward": float(metrics["eval/episode_reward"]),
         "collided": float(metrics["eval/episode_collided"]),
-    }
-
-
-def _score(env, act) -> dict:
-    """Collision and off-road rates and mean progress [m] of one episode per pool entry."""
-    count = env.pool_size
-    state = jax.vmap(env.reset_at)(jnp.arange(count))
-
-    def body(carry, key):
-        state, alive, progress, collided, offroad = carry
-        state = jax.vmap(env.step)(state, act(state.obs, key))
-        m = state.metrics
-        progress = progress + jnp.where(alive, m["progress"], 0.0)
-        collided = collided | (alive & (m["collided"] > 0))
-        offroad = offroad | (alive & (m["offroad"] > 0))
-        return (state, alive & (state.done == 0), progress, collided, offroad), None
-
-    zeros = jnp.zeros(count)
-    start = (state, jnp.ones(count, bool), zeros, zeros > 0, zeros > 0)
-    keys = jax.random.split(jax.random.PRNGKey(0), env.episode_length)
-    (_, _, progress, collided, offroad), _ = jax.jit(lambda s: jax.lax.scan(body, s, keys))(start)
-    return {
-        "collision_rate": float(jnp.mean(collided)),
-        "offroad_rate": float(jnp.mean(offroad)),
-        "progress_m": float(jnp.mean(progress)),
     }
 
 

@@ -7,9 +7,10 @@ and after training.
 
 Training: ``brax.training.agents.ppo.train``, B environments x 16 agents as B * 16 streams
 (restarts draw from a 1,024-scenario pool, ids from 1,000,000), 80-step episodes that end
-when any agent collides or leaves the road. Scoring (``_score``): ``--held-out`` scenarios
-(ids 0..), every agent driven by the deterministic policy for the whole 80 steps without
-restarts; the rate of agents that collided (or left the road) at least once, and their mean
+when any agent collides or leaves the road. Scoring (``drivesim.env.evaluate.score`` of whole
+episodes): ``--held-out`` scenarios (ids 0..), every agent driven by the deterministic
+policy for the whole 80 steps without restarts; the rate of agents that collided (or left
+the road) at least once, and their mean
 progress. The zero action is every agent under the engine's IDM. Prints one JSON object:
 the score of the untrained policy, of each evaluation's policy (the learning curve) and of
 the final one, the IDM baseline, and the training rate in agent-steps per second.
@@ -21,7 +22,6 @@ import argparse
 import json
 import time
 
-import jax
 import jax.numpy as jnp
 
 
@@ -39,6 +39,7 @@ def main() -> None:
     if args.quick:
         args.steps, args.envs, args.held_out, args.evals, args.agents = 4_000, 4, 8, 2, 8
     from drivesim.env import make, patch_jax
+    from drivesim.env.evaluate import score
     from drivesim.env.multi_agent import flat_wrap
 
     patch_jax()
@@ -59,7 +60,12 @@ def main() -> None:
         brax_evals.append({"step": int(step), "episode_collided": float(metrics["eval/episode_collided"])})
 
     def score_policy(step, make_policy, params):  # Brax's policy_params_fn: each evaluation's policy
-        curve.append({"step": int(step), **_score(held, _actor(make_policy(params, deterministic=True)))})
+        curve.append(
+            {
+                "step": int(step),
+                **score(held, _actor(make_policy(params, deterministic=True)), until_done=False),
+            }
+        )
 
     t0 = time.perf_counter()
     make_policy, params, _ = ppo.train(
@@ -84,8 +90,8 @@ def main() -> None:
         progress_fn=progress,
     )
     train_s = time.perf_counter() - t0
-    final = _score(held, _actor(make_policy(params, deterministic=True)))
-    idm = _score(held, lambda obs, key: jnp.zeros(obs.shape[:-1] + (2,)))
+    final = score(held, _actor(make_policy(params, deterministic=True)), until_done=False)
+    idm = score(held, lambda obs, key: jnp.zeros(obs.shape[:-1] + (2,)), until_done=False)
     out = {
         "source": args.source,
         "agents": args.agents,
@@ -109,34 +115,6 @@ def _actor(policy):
         return policy(flat, key)[0].reshape(obs.shape[:-1] + (2,))
 
     return act
-
-
-def _score(env, act) -> dict:
-    """Rates of learned agents that collided / left the road at least once, and their mean
-    progress [m], over one full episode (no restarts) per pool entry."""
-    count = env.pool_size
-    state = jax.vmap(env.reset_at)(jnp.arange(count))
-
-    def body(carry, key):
-        state, collided, offroad, progress = carry
-        state = jax.vmap(env.step)(state, act(state.obs, key))
-        m = state.metrics
-        return (
-            state,
-            collided | (m["collided"] > 0),
-            offroad | (m["offroad"] > 0),
-            progress + m["progress"],
-        ), None
-
-    zeros = jnp.zeros(state.reward.shape)
-    keys = jax.random.split(jax.random.PRNGKey(0), env.episode_length)
-    run = jax.jit(lambda s: jax.lax.scan(body, s, keys)[0])
-    _, collided, offroad, progress = run((state, zeros > 0, zeros > 0, zeros))
-    return {
-        "collision_rate": float(jnp.mean(collided)),
-        "offroad_rate": float(jnp.mean(offroad)),
-        "progress_m": float(jnp.mean(progress)),
-    }
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ _EXPORTS = {
     "VectorEnv": "drivesim.env.gym",
     "make_vec": "drivesim.env.gym",
     "GymnaxEnv": "drivesim.env.gymnax",
+    "score": "drivesim.env.evaluate",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

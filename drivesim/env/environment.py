@@ -39,9 +39,9 @@ ACTION_SIZE = 2
 class DrivingEnv:
     """A driving environment over a pool of scenarios (see the module docstring).
 
-    pool: ScenarioPool on the devices; config: the engine's SimConfig (dt, steps, limits),
-    resolved for the pool (drivesim.env.pool.build_pool); searches: the pool's fixed search
-    switches (core.switches; None: each step decides); observe: an observation function
+    pool: ScenarioPool on the devices, with its fixed search switches (``pool.searches``,
+    core.switches; None: every search every step); config: the engine's SimConfig (dt,
+    steps, limits), resolved for the pool (drivesim.env.pool.build_pool); observe: an observation function
     (drivesim.env.observations); reward: a function of a StepRecord (drivesim.env.reward;
     default RewardConfig()); clip_actions: clip actions to [-1, 1] (default); False passes
     larger corrections on to the engine, which still clips the acceleration to its limits
@@ -52,7 +52,6 @@ class DrivingEnv:
         self,
         pool: ScenarioPool,
         config: SimConfig,
-        searches=None,
         observe=None,
         reward: Reward | None = None,
         *,
@@ -61,9 +60,13 @@ class DrivingEnv:
         self.clip_actions = clip_actions
         self.pool = pool
         self.config = config
-        self.searches = searches
         self.observe = observe or Neighbours()
         self.reward_fn = reward or RewardConfig()
+
+    @property
+    def searches(self):
+        """The pool's fixed search switches (core.switches), passed to every step."""
+        return self.pool.searches
 
     @property
     def observation_size(self) -> int:
@@ -114,6 +117,15 @@ class DrivingEnv:
         episode = Episode(sim=sim, index=index, progress=zero)
         return fresh_state(episode, obs, zero, scenario.scenario_id)
 
+    def controls(self, action: Array) -> tuple[Array, Array, Array]:
+        """Actions (..., 2) in the unit convention -> (finite (...) bool, accel (...) [m/s^2],
+        steer (...) [rad]) corrections: clipped to [-1, 1] (``clip_actions``), a row with a
+        NaN or infinite entry driven as zeros (and flagged by ``finite``)."""
+        finite = jnp.all(jnp.isfinite(action), axis=-1)
+        bounded = jnp.clip(action, -1.0, 1.0) if self.clip_actions else action
+        accel, steer = behavior.action_from_unit(jnp.where(finite[..., None], bounded, 0.0), self.config)
+        return finite, accel, steer
+
     def step(self, state: State, action: Array, clock: Array | None = None) -> State:
         """Advance one step with ``action`` (2,); see the module docstring for its meaning.
 
@@ -126,10 +138,7 @@ class DrivingEnv:
         episode = state.pipeline_state
         config = self.config
         scenario = self.scenario(episode.index)
-        finite = jnp.all(jnp.isfinite(action))
-        bounded = jnp.clip(action, -1.0, 1.0) if self.clip_actions else action
-        action = jnp.where(finite, bounded, 0.0)  # a NaN action drives as zeros, flagged
-        accel, steer = behavior.action_from_unit(action, config)
+        finite, accel, steer = self.controls(action)
         controls = (accel, steer)
         sim, info = advance(
             episode.sim, scenario, config, None, ego_action=controls, step_index=clock, zone_on=self.searches
@@ -214,5 +223,5 @@ def make(
         from drivesim.env.multi_agent import make_agents
 
         return make_agents(spec, config, learned, observe, reward)
-    pool, config, searches = build_pool(spec, config, observe)
-    return DrivingEnv(pool, config, searches, observe, reward)
+    pool, config = build_pool(spec, config, observe)
+    return DrivingEnv(pool, config, observe, reward)

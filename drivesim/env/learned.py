@@ -16,7 +16,7 @@ import numpy as np
 
 from drivesim.core.metrics import StepInfo
 from drivesim.core.rollout import SimState
-from drivesim.core.types import Array, SimConfig, pytree_dataclass
+from drivesim.core.types import Array, SimConfig, pytree_dataclass, replace
 
 
 def learned_ids(learned: str | Sequence[int], num_slots: int) -> tuple[int, ...]:
@@ -78,7 +78,8 @@ class AgentStep:
     collided, offroad: bool, the agent has collided / had a box corner off the drivable area
     in the episode (the engine's outcome bits); arc: route arc length after the step [m];
     lane_offset: lateral offset from its lane's centre line [m]; ttc: time to collision with
-    its vehicle leader before the step [s] (+inf: not closing); jerk: |da/dt| [m/s^3].
+    its vehicle leader before the step [s] (+inf: not closing); jerk: |da/dt| [m/s^3]. An
+    absent agent (a padding slot) reads zeros (+inf ttc).
     """
 
     collided: Array
@@ -106,7 +107,7 @@ def agent_step(
         arc=at(after.proj.s, new),
         lane_offset=at(after.proj.d, new),
         ttc=ttc,
-        jerk=jnp.where(new.present, jerk, 0.0),
+        jerk=jerk,
     )
     return step, new
 
@@ -118,16 +119,14 @@ def agent_infos(info: StepInfo, step: AgentStep, start_arc: Array) -> StepInfo:
     False (the engine keeps those for the ego only); the rest are the scenario's."""
     k = step.arc.shape[0]
     spread = jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (k,) + jnp.shape(v)), info)
-    return spread.__class__(
-        **{
-            **{name: getattr(spread, name) for name in spread.__dataclass_fields__},
-            "ego_collided": step.collided,
-            "offroad": step.offroad,
-            "ego_progress": step.arc - start_arc,
-            "ego_ttc": step.ttc,
-            "ego_jerk": step.jerk,
-            "ego_edge": jnp.full((k,), jnp.nan, jnp.float32),
-            "collided_with": jnp.full((k,), -1, jnp.int32),
-            "red_light": jnp.zeros((k,), bool),
-        }
+    return replace(
+        spread,
+        ego_collided=step.collided,
+        offroad=step.offroad,
+        ego_progress=step.arc - start_arc,
+        ego_ttc=step.ttc,
+        ego_jerk=step.jerk,
+        ego_edge=jnp.full((k,), jnp.nan, jnp.float32),
+        collided_with=jnp.full((k,), -1, jnp.int32),
+        red_light=jnp.zeros((k,), bool),
     )

@@ -24,7 +24,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import behavior
 from drivesim.core.actions import AgentActions
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import advance
@@ -40,7 +39,7 @@ from drivesim.env.wrappers import Wrapper, wrap
 
 class MultiAgentEnv(DrivingEnv):
     """A driving environment whose learned agents are ``ids`` (see the module docstring);
-    pool, config, searches, observe, reward as :class:`DrivingEnv`'s (``observe`` needs
+    pool, config, observe, reward as :class:`DrivingEnv`'s (``observe`` needs
     ``of_agents``); ``time_limit``: steps per episode at most (default: the scenario's)."""
 
     def __init__(
@@ -48,12 +47,11 @@ class MultiAgentEnv(DrivingEnv):
         pool: ScenarioPool,
         config: SimConfig,
         ids: tuple[int, ...],
-        searches=None,
         observe=None,
         reward: Reward | None = None,
         time_limit: int | None = None,
     ):
-        super().__init__(pool, config, searches, observe, reward)
+        super().__init__(pool, config, observe, reward)
         if config.policy != "idm":
             raise ValueError(
                 f"drivesim.env: the agents that do not learn follow IDM; got policy={config.policy!r}"
@@ -82,16 +80,14 @@ class MultiAgentEnv(DrivingEnv):
 
     def with_time_limit(self, steps: int) -> MultiAgentEnv:
         """The same environment (the same pool) with episodes of at most ``steps`` steps."""
-        return MultiAgentEnv(
-            self.pool, self.config, self.ids, self.searches, self.observe, self.reward_fn, steps
-        )
+        return MultiAgentEnv(self.pool, self.config, self.ids, self.observe, self.reward_fn, steps)
 
     def reset_at(self, index: Array) -> State:
         index = jnp.asarray(index, jnp.int32)
         sim, scenario, obs = pick(self.pool, index)
         k = self.num_learned
         zeros = jnp.zeros((k,), jnp.float32)
-        arc = view_arc(sim, jnp.asarray(self.ids, jnp.int32))
+        arc = at(sim.proj.s, view(sim, jnp.asarray(self.ids, jnp.int32)))
         episode = AgentsEpisode(sim=sim, index=index, start_arc=arc, last_arc=arc)
         return fresh_state(episode, obs, zeros, scenario.scenario_id)
 
@@ -102,9 +98,7 @@ class MultiAgentEnv(DrivingEnv):
         config = self.config
         scenario = self.scenario(episode.index)
         ids = jnp.asarray(self.ids, jnp.int32)
-        finite = jnp.all(jnp.isfinite(action), axis=-1)
-        action = jnp.where(finite[:, None], jnp.clip(action, -1.0, 1.0), 0.0)
-        accel, steer = behavior.action_from_unit(action, config)
+        finite, accel, steer = self.controls(action)
         sim0 = episode.sim
         controls = AgentActions.by_agent(
             sim0.agents.agent_id, jnp.asarray(self.lookup), accel, steer, self.has_ego
@@ -114,7 +108,7 @@ class MultiAgentEnv(DrivingEnv):
             sim0, scenario, config, policy, ego_action=controls, step_index=clock, zone_on=self.searches
         )
         step, where = agent_step(sim0, sim, ids, config)
-        gain = jnp.where(where.present, step.arc - episode.last_arc, 0.0)
+        gain = step.arc - episode.last_arc  # absent agents read zeros (learned.at), so gain 0
         infos = agent_infos(info, step, episode.start_arc)
         one = lambda i, g, off: self.reward_fn(
             StepRecord(info=i, progress_gain=g, lane_offset=off, dt=config.dt)
@@ -122,15 +116,15 @@ class MultiAgentEnv(DrivingEnv):
         reward = jnp.where(where.present, jax.vmap(one)(infos, gain, step.lane_offset), 0.0).astype(
             jnp.float32
         )
-        terminated = (step.collided | step.offroad) & where.present
+        terminated = step.collided | step.offroad
         count = state.info["step"] + 1
         ended = (sim.t >= jnp.minimum(scenario.episode_length, config.num_steps)) | (count >= self.time_limit)
         over = jnp.any(terminated) | ended
         as_float = lambda v: v.astype(jnp.float32)  # noqa: E731
         metrics = dict(state.metrics)
         metrics.update(
-            collided=as_float(step.collided & where.present),
-            offroad=as_float(step.offroad & where.present),
+            collided=as_float(step.collided),
+            offroad=as_float(step.offroad),
             progress=as_float(gain),
             overflow=as_float(info.overflow),
             bad_action=as_float(~jnp.all(finite)),
@@ -150,11 +144,6 @@ class MultiAgentEnv(DrivingEnv):
         )
 
 
-def view_arc(sim, ids: Array) -> Array:
-    """(K,) route arc length [m] of agents ``ids`` in ``sim``."""
-    return at(sim.proj.s, view(sim, ids))
-
-
 def make_agents(spec: PoolSpec, config: SimConfig, learned, observe, reward: Reward | None) -> MultiAgentEnv:
     """The MultiAgentEnv of ``make(..., learned=...)`` (drivesim.env.environment.make)."""
     if not hasattr(observe, "of_agents"):
@@ -167,9 +156,9 @@ def make_agents(spec: PoolSpec, config: SimConfig, learned, observe, reward: Rew
         ids = jnp.asarray(learned_ids(learned, sim.agents.x.shape[0]), jnp.int32)
         return observe.of_agents(sim, scenario, cfg, view(sim, ids), jnp.zeros(ids.shape, jnp.float32))
 
-    pool, config, searches = build_pool(spec, config, first)
+    pool, config = build_pool(spec, config, first)
     ids = learned_ids(learned, int(pool.scenarios.agents.x.shape[-1]))
-    return MultiAgentEnv(pool, config, ids, searches, observe, reward)
+    return MultiAgentEnv(pool, config, ids, observe, reward)
 
 
 class FlatAgents(Wrapper):
@@ -207,8 +196,7 @@ class FlatAgents(Wrapper):
         done = jnp.maximum(inner.done.reshape(-1), truncation)
         new_info = dict(info)
         new_info.update(truncation=truncation, steps=steps)
-        if "final_obs" in inner.info:
-            new_info["final_obs"] = inner.info["final_obs"].reshape(batch * k, -1)
+        new_info["final_obs"] = inner.info["final_obs"].reshape(batch * k, -1)
         metrics = {name: streams(value) for name, value in inner.metrics.items()}
         new_info["episode_metrics"] = _episode_sums(info, metrics, inner.reward.reshape(-1))
         new_info["episode_done"] = done

@@ -96,23 +96,28 @@ def _recorded(spec: PoolSpec, steps: int) -> list:
     return [source.load(p) for p in range(min(len(source), spec.size))]
 
 
-def build_pool(spec: PoolSpec, config: SimConfig, observe) -> tuple[ScenarioPool, SimConfig, Any]:
+def build_pool(spec: PoolSpec, config: SimConfig, observe) -> tuple[ScenarioPool, SimConfig]:
     """Read the scenarios, resolve the engine's searches for them (the platform's choices,
     core.search_choice, and the direct searches the pool needs as fixed switches,
-    core.switches) and compute their initial states and ``observe(sim, scenario, config)``
-    observations on the device. Returns (pool, resolved config, switches)."""
+    core.switches, kept in ``pool.searches``) and compute their initial states and
+    ``observe(sim, scenario, config)`` observations on the device. Returns (pool, resolved
+    config)."""
     scenarios = jax.device_put(host_scenarios(spec, config.num_steps))
     config = search_choice.of_scenarios(config, scenarios)
     searches = switches.of_batch(scenarios, config)
-    return _initial(scenarios, config, searches, observe), config, searches
+    build = jax.jit(lambda batch: initial_pool(batch, config, searches, observe))  # observe: any object
+    return build(scenarios), config
 
 
-def _initial(scenarios: Scenario, config: SimConfig, searches, observe) -> ScenarioPool:
+def initial_pool(scenarios: Scenario, config: SimConfig, searches, observe) -> ScenarioPool:
+    """The ScenarioPool of ``scenarios`` (M, ...): each one's reset state under the fixed
+    ``searches`` and its ``observe(sim, scenario, config)`` observation (trace it in a jit)."""
+
     def one(scenario):
         sim = reset(scenario, config, searches)
         return sim, observe(sim, scenario, config)
 
-    states, obs = jax.jit(jax.vmap(one))(scenarios)
+    states, obs = jax.vmap(one)(scenarios)
     return ScenarioPool(scenarios=scenarios, states=states, obs=obs, searches=searches)
 
 

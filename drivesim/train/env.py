@@ -17,11 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from drivesim.core import switches
-from drivesim.core.rollout import SimState, observation_of, reset
+from drivesim.core.rollout import SimState
 from drivesim.core.types import Array, Scenario, pytree_dataclass, replace
 from drivesim.env.environment import DrivingEnv
 from drivesim.env.observations import Neighbours
-from drivesim.env.pool import ScenarioPool
+from drivesim.env.pool import ScenarioPool, initial_pool
 from drivesim.env.state import State
 from drivesim.scenarios.families import FamilyConfig, generate_batch
 from drivesim.train.config import EnvConfig
@@ -105,24 +105,16 @@ def _generate(family: str, config: FamilyConfig, size: int):
     return jax.jit(functools.partial(generate_batch, family, cfg=config, size=size))
 
 
-def observe(state: SimState, cfg: EnvConfig) -> Array:
-    """Ego observation (obs_size,) of one SimState, as the engine's MLP policy computes it."""
-    return observation_of(state, cfg.sim)
-
-
 def build_pool(cfg: EnvConfig, ids=None) -> ScenarioPool:
     """Generate the pool on the host, fix its search switches (core.switches: the searches
     its scenarios need, the others left out of the program) and compute initial states and
     observations (jitted)."""
     scenarios = jax.device_put(host_scenarios(cfg, scenario_ids(cfg) if ids is None else ids))
-    return _init_pool(scenarios, cfg, switches.of_batch(scenarios, cfg.sim))
+    return _initial_pool(scenarios, cfg.sim, switches.of_batch(scenarios, cfg.sim), Neighbours())
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "searches"))
-def _init_pool(scenarios: Scenario, cfg: EnvConfig, searches) -> ScenarioPool:
-    states = jax.vmap(lambda s: reset(s, cfg.sim, searches))(scenarios)
-    obs = jax.vmap(lambda s: observe(s, cfg))(states)
-    return ScenarioPool(scenarios=scenarios, states=states, obs=obs, searches=searches)
+# drivesim.env.pool.initial_pool, kept compiled per (config, switches) for every pool of a process
+_initial_pool = jax.jit(initial_pool, static_argnames=("config", "searches", "observe"))
 
 
 def pool_index(env_id: Array, episode: Array | int, num_envs: int, pool_size: int) -> Array:
@@ -135,7 +127,7 @@ def driving_env(pool: ScenarioPool, cfg: EnvConfig) -> DrivingEnv:
     """The drivesim.env environment the trainer steps: the pool (and its search switches),
     the engine config, the ego's MLP observation and the configured reward; the PPO's
     Gaussian samples go to the engine unclipped (it clips acceleration and steering)."""
-    return DrivingEnv(pool, cfg.sim, pool.searches, Neighbours(), cfg.reward, clip_actions=False)
+    return DrivingEnv(pool, cfg.sim, Neighbours(), cfg.reward, clip_actions=False)
 
 
 def env_reset(pool: ScenarioPool, env_id: Array, num_envs: int, cfg: EnvConfig) -> tuple[EnvState, Array]:

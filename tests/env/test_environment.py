@@ -114,7 +114,7 @@ def test_a_crash_terminates_and_final_obs_is_the_last_observation(env):
 
 
 def test_reward_is_a_user_function(env):
-    gain = dse.DrivingEnv(env.pool, env.config, env.searches, reward=lambda step: 2.0 * step.progress_gain)
+    gain = dse.DrivingEnv(env.pool, env.config, reward=lambda step: 2.0 * step.progress_gain)
     state = jax.vmap(gain.reset_at)(jnp.arange(B))
     _, (reward, _, _, metrics, _) = _run(jax.vmap(gain.step), state, jnp.zeros((5, B, 2)))
     np.testing.assert_array_equal(np.asarray(reward), 2.0 * np.asarray(metrics["progress"]))
