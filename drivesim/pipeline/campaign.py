@@ -22,7 +22,15 @@ from typing import Any
 
 import jax
 
-from drivesim.pipeline import batch_size, fingerprint, policy_provenance, program_identity, sessions, verify
+from drivesim.pipeline import (
+    batch_size,
+    fingerprint,
+    interrupt,
+    policy_provenance,
+    program_identity,
+    sessions,
+    verify,
+)
 from drivesim.pipeline import results as res
 from drivesim.pipeline import sources as src
 from drivesim.pipeline.config import (
@@ -215,6 +223,7 @@ class _Runner:
                     writer.submit(self._collect(inflight, hidden_s=launched.compile_s))
                 inflight = launched
                 self._drain()
+                interrupt.raise_if_pending()  # a SIGTERM whose own exception a finalizer swallowed
             if inflight is not None:
                 writer.submit(self._collect(inflight))
         except KeyboardInterrupt as stop:  # SIGINT, or SIGTERM as Interrupted: what is written stays

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drivesim.parallel import determinism
-from drivesim.pipeline import batch_size, policy_provenance, sessions
+from drivesim.pipeline import batch_size, interrupt, policy_provenance, sessions
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.ledger import Ledger, PlannedBatch, ShardCheck
 from drivesim.pipeline.program_identity import worker_notes
@@ -283,6 +283,7 @@ class _Driver:
                 name, ticket = inflight.pop(ref)
                 load[name] -= 1
                 self._settle(ledger, ref, name, ticket)
+            interrupt.raise_if_pending()  # a SIGTERM whose own exception a finalizer swallowed
 
     def _settle(self, ledger: Ledger, ref, name: str, ticket: Ticket) -> None:
         """Record a finished batch, or requeue / fail it."""

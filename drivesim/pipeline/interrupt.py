@@ -28,13 +28,27 @@ def sigterm_interrupts():
 
     def handler(signum, frame):
         _RECEIVED.append(signal.Signals(signum).name)
+        _PENDING[:] = [_RECEIVED[-1]]
         raise Interrupted(_RECEIVED[-1])
 
     previous = signal.signal(signal.SIGTERM, handler)
+    outer = list(_PENDING)
+    _PENDING.clear()
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _PENDING[:] = outer
+
+
+def raise_if_pending() -> None:
+    """Raise :class:`Interrupted` if SIGTERM arrived inside :func:`sigterm_interrupts`.
+
+    The handler's own exception can be lost: raised while the main thread runs a finalizer
+    (``__del__``, a weakref callback, garbage collection inside a library), Python prints it
+    and goes on. Loops that must stop call this between steps."""
+    if _PENDING:
+        raise Interrupted(_PENDING[-1])
 
 
 class Deferred:
@@ -70,6 +84,7 @@ def sigterm_deferred():
 
 
 _RECEIVED: list[str] = []  # signals the handler turned into Interrupted, in order
+_PENDING: list[str] = []  # the signal received inside the innermost sigterm_interrupts block
 
 
 def signal_name(stop: KeyboardInterrupt) -> str:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 import jax
 import numpy as np
 
+from drivesim.pipeline import interrupt
 from drivesim.train.checkpoint import Checkpointer
 from drivesim.train.config import TrainConfig, config_to_dict
 from drivesim.train.env import build_pool
@@ -127,6 +128,7 @@ def train(
                 checkpointer.save(state, cfg)
             if on_chunk is not None:
                 on_chunk(rows)
+            interrupt.raise_if_pending()  # a SIGTERM whose own exception a finalizer swallowed
     finally:
         checkpointer.close()
         board.close()
