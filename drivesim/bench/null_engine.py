@@ -73,6 +73,8 @@ class NullDeviceRunner(DeviceRunner):
             mesh=dbatch.mesh,
             backend=backend,
             sweep=sweep,
+            host=dbatch.host,
+            policy=self.policy,
             redo=redo,
         )
 

@@ -451,13 +451,20 @@ def fast_pass(
     return map_blocks(jax.vmap(lambda one: rollout(one, policy, config, zone_on)), scenarios, blocks)
 
 
+def exact_rollouts(scenarios: Scenario, policy, config: SimConfig, full_edges) -> RolloutMetrics:
+    """The exact fallback's run: vmap of :func:`rollout` over scenarios (c,) with ``config``
+    from core.fallback.exact_config; ``full_edges`` () bool: every lane's edges (core.edges)."""
+    return jax.vmap(lambda one: rollout(one, policy, config, full_edges=full_edges))(scenarios)
+
+
 def rollout_batch(
-    scenarios: Scenario, policy, config: SimConfig, devices: int = 1, searches=None
+    scenarios: Scenario, policy, config: SimConfig, devices: int = 1, searches=None, exact: bool = True
 ) -> RolloutMetrics:
     """vmap of :func:`rollout` over the leading scenario axis; metrics (B,). ``devices``: how
     many devices the batch is sharded over (sizes the cache blocks, see core.blocking);
     ``searches``: the search switches fixed as Python bools (core.switches), None: each step
-    decides under a conditional.
+    decides under a conditional; ``exact`` False: the fast pass alone, its flagged rows left
+    to the caller (core.exact_rows.complete, the fallback compiled apart).
 
     The scenarios whose window search or road-edge search (core.edges) was not proven exact
     (``window_overflow``) are simulated again with the all-pairs search, every lane's edges
@@ -470,14 +477,15 @@ def rollout_batch(
     batch = scenarios.valid.shape[0]
     if batch == 1:
         twice = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), scenarios)
-        out = rollout_batch(twice, policy, config, devices, searches)
+        out = rollout_batch(twice, policy, config, devices, searches, exact)
         return jax.tree_util.tree_map(lambda leaf: leaf[:1], out)
     fast = fast_pass(scenarios, policy, config, devices, searches)
-    exact = exact_config(config)
-    if exact is None:
+    proving = exact_config(config)
+    if proving is None or not exact:
         return fast
-    exact_run = lambda sub, full: jax.vmap(lambda one: rollout(one, policy, exact, full_edges=full))(sub)  # noqa: E731
+    exact_run = lambda sub, full: exact_rollouts(sub, policy, proving, full)  # noqa: E731
     return exact_fallback(fast, scenarios, exact_run, config, devices)
 
 
-simulate = switches.FixedSimulate(rollout_batch)  # jit of rollout_batch, the batch's switches fixed
+# the fast pass's program, the batch's switches fixed; the exact fallback compiled apart
+simulate = switches.FixedSimulate(rollout_batch, exact_rollouts)

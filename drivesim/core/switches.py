@@ -26,7 +26,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import neighbours, search_choice
+from drivesim.core import exact_rows, neighbours, search_choice
 from drivesim.core.bends import search_rows
 from drivesim.core.types import Array, Scenario, SimConfig
 
@@ -79,24 +79,36 @@ def unsearched(crossings, bent: Array, on) -> Array | None:
 
 
 class FixedSimulate:
-    """``simulate(scenarios, policy, config, devices=1)``: the jit of ``rollout_batch`` for the
-    batch's switches (:func:`of_batch`); ``lower`` and ``trace`` as a jitted function's."""
+    """``simulate(scenarios, policy, config, devices=1)``: the jit of ``rollout_batch``'s fast
+    pass for the batch's switches (:func:`of_batch`), then, for a batch whose fast pass flags
+    rows, the exact fallback compiled apart (core.exact_rows); inside another program being
+    traced, the one program holding both. ``lower`` and ``trace``: of the fast pass's program."""
 
-    def __init__(self, rollout_batch):
-        self._jit = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches"))
+    def __init__(self, rollout_batch, exact_rollouts):
+        self._jit = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches", "exact"))
+        self._exact_rollouts = exact_rollouts
 
-    def _bound(self, method, scenarios: Scenario, policy, config: SimConfig, devices: int):
+    def _bound(self, method, scenarios: Scenario, policy, config: SimConfig, devices: int, exact: bool):
         """``method`` of the jit applied with the batch's switches. A host batch goes to the
         device once: the switches' program and the engine's read the same copy."""
         if _concrete(scenarios):
             scenarios = jax.device_put(scenarios)
-        return method(scenarios, policy, config=config, devices=devices, searches=of_batch(scenarios, config))
+        searches = of_batch(scenarios, config)
+        return method(scenarios, policy, config=config, devices=devices, searches=searches, exact=exact)
 
     def __call__(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
-        return self._bound(self._jit, scenarios, policy, config, devices)
+        if not _concrete(scenarios) or not _concrete(policy):
+            return self._bound(self._jit, scenarios, policy, config, devices, exact=True)
+        scenarios = jax.device_put(scenarios)
+        fast = self._bound(self._jit, scenarios, policy, config, devices, exact=False)
+        resolved = search_choice.of_scenarios(config, scenarios)
+        run = exact_rows.exact_program(self._exact_rollouts, resolved)
+        take = lambda idx: jax.tree_util.tree_map(lambda leaf: leaf[jnp.asarray(idx)], scenarios)  # noqa: E731
+        done = exact_rows.complete(fast, take, lambda sub, full: run(sub, policy, full), resolved)
+        return fast if done is fast else jax.tree_util.tree_map(jnp.asarray, done)
 
     def lower(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
-        return self._bound(self._jit.lower, scenarios, policy, config, devices)
+        return self._bound(self._jit.lower, scenarios, policy, config, devices, exact=False)
 
     def trace(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
-        return self._bound(self._jit.trace, scenarios, policy, config, devices)
+        return self._bound(self._jit.trace, scenarios, policy, config, devices, exact=False)

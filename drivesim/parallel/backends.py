@@ -38,9 +38,11 @@ class ProgramKey:
 
 
 def _rollout(batch, policy, config: SimConfig, devices: int):
-    """rollout_batch of a Scenario batch, or of the scenarios an IdBatch generates (with the
-    search switches its family declares)."""
-    return rollout_batch(materialize(batch), policy, config=config, devices=devices, searches=searches(batch))
+    """The fast pass of rollout_batch of a Scenario batch, or of the scenarios an IdBatch
+    generates (with the search switches its family declares)."""
+    scenarios = materialize(batch)  # the fast pass: flagged rows are redone by parallel.exact_pass
+    switches = searches(batch)
+    return rollout_batch(scenarios, policy, config=config, devices=devices, searches=switches, exact=False)
 
 
 def _batch_fn(sim: SimConfig, sweep: bool, devices: int = 1):

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.errors import JaxRuntimeError
 from jax.sharding import PartitionSpec
@@ -32,6 +33,7 @@ from drivesim.core.policies import default_policy_params, stack_policies
 from drivesim.core.types import RolloutMetrics, Scenario, SimConfig
 from drivesim.parallel import determinism, distributed
 from drivesim.parallel.backends import BACKENDS, ProgramKey, build_program
+from drivesim.parallel.exact_pass import ExactPass
 from drivesim.parallel.failover import DispatchInfo, failed_device_ids
 from drivesim.parallel.memory import compiled_bytes
 from drivesim.parallel.mesh import (
@@ -118,6 +120,8 @@ class DeviceResult:
     mesh: object
     backend: str
     sweep: bool
+    host: Scenario = field(repr=False)  # the batch's host rows, for the exact fallback
+    policy: object = field(repr=False)
     redo: Callable[[], DeviceResult] = field(repr=False)
 
 
@@ -133,6 +137,7 @@ class Executor:
         self._auto_chunk: dict = {}
         self._programs = EXECUTOR_PROGRAMS  # shared by the process: same program, one compile
         self.compile_seconds = 0.0  # seconds this executor spent in lower().compile()
+        self.exact_pass = ExactPass(sim, self._programs)  # the fallback, compiled apart
         self._use(determinism.paired(select_devices(config.devices)))
 
     # ---- devices -------------------------------------------------------------------
@@ -234,6 +239,8 @@ class Executor:
             mesh=self.mesh,
             backend=self.config.backend,
             sweep=sweep,
+            host=host,
+            policy=policy,
             redo=redo,
         )
 
@@ -262,7 +269,7 @@ class Executor:
         batch on the remaining devices if its execution failed."""
         for attempt in range(self.config.max_retries + 1):
             try:
-                return _local_metrics(result)
+                return self._completed(_local_metrics(result), result)
             except JaxRuntimeError as error:
                 if attempt == self.config.max_retries:
                     raise
@@ -270,18 +277,51 @@ class Executor:
                 result = result.redo()
         raise AssertionError("unreachable")
 
+    def _completed(self, metrics: RolloutMetrics, result: DeviceResult) -> RolloutMetrics:
+        """Fetched rows with the fast pass's flagged rows simulated again (exact_pass)."""
+        before = self.exact_pass.compile_seconds
+        out = self.exact_pass.complete(metrics, result.host, result.policy, result.sweep)
+        self.compile_seconds += self.exact_pass.compile_seconds - before
+        return out
+
     def aggregate(self, result: DeviceResult) -> dict:
         """Aggregate metrics over every real scenario of the (global) batch, reduced on the
         devices (per-device reduce, then all-reduce to a replicated value). Values are
         floats, or (P,) arrays for a sweep. Keys: see reductions.finalize."""
+        total = self._reduced(result, result.metrics)
+        if np.any(np.asarray(total["sum_window_overflow"])):  # flagged rows: reduce the exact ones
+            total = self._reduced(result, self._metrics_on_devices(self.fetch(result), result))
+        return finalize(total)
+
+    def _reduced(self, result: DeviceResult, dispatches: list) -> dict:
         metric_spec, valid_spec, keep = _reduce_specs(result.backend, result.sweep)
         reduce = reducer(result.mesh, metric_spec, valid_spec, keep)
         total: dict | None = None
-        for metrics, valid in zip(result.metrics, result.valid, strict=True):
+        for metrics, valid in zip(dispatches, result.valid, strict=True):
             part = reduce(metrics, valid)
             total = part if total is None else combine(total, part)
         assert total is not None  # a batch has at least one dispatch
-        return finalize(total)
+        return total
+
+    def _metrics_on_devices(self, metrics: RolloutMetrics, result: DeviceResult) -> list:
+        """This process's host rows (B,) / (P, B) back on the devices in ``result``'s
+        layout, one RolloutMetrics of global arrays per dispatch (as the programs left them)."""
+        layout = result.layout
+        rows_first = metrics
+        if result.sweep:  # (P, B) -> (B, P): rows first, as put splits them
+            rows_first = jax.tree_util.tree_map(lambda a: np.moveaxis(a, 0, -1), metrics)
+
+        def pad(leaf):  # padding rows repeat the last row; the valid masks leave them out
+            return np.concatenate([leaf, np.repeat(leaf[-1:], layout.padded_rows - leaf.shape[0], axis=0)])
+
+        padded = jax.tree_util.tree_map(pad, rows_first)
+        step = layout.per_dispatch
+        parts = [slice_rows(padded, k * step, (k + 1) * step) for k in range(layout.n_chunks)]
+        parts = [self._to_device(part) for part in parts]
+        if not result.sweep:
+            return parts
+        axes = (0, 2, 1) if result.backend == "pmap" else (1, 0)  # (.., c, P) -> (.., P, c)
+        return [jax.tree_util.tree_map(lambda a: jnp.transpose(a, axes), part) for part in parts]
 
     def simulate(self, batch: Scenario, policy) -> RolloutMetrics:
         """put + run + fetch: per-scenario metrics (B,) of a host batch."""

@@ -48,7 +48,7 @@ from drivesim.pipeline.ledger import Ledger
 from drivesim.pipeline.lock import CampaignLock, remove_dead_temporaries
 from drivesim.pipeline.plan import HostWork, describe_source, plan_settings
 from drivesim.pipeline.prefetch import Prefetcher, chain
-from drivesim.pipeline.timing import BatchEvent, PhaseTimes, Stopwatch
+from drivesim.pipeline.timing import BatchEvent, FallbackClock, PhaseTimes, Stopwatch
 from drivesim.pipeline.validation import validate_config
 from drivesim.pipeline.watchdog import Watchdog, WatchdogConfig
 from drivesim.pipeline.writer import Outcome as _Outcome
@@ -290,13 +290,18 @@ class _Runner:
                     phases.compile_s += launch.compile_s
                 block(launch.result)
                 ready = time.perf_counter()
+                fallback = FallbackClock(self.device.executor)
                 with Stopwatch() as d2h:
                     metrics = self.device.fetch(launch.result, len(work.infos))
+                fallback_compile_s, fallback_run_s = fallback.spent()
                 # batches queue on the devices: this one started when dispatched or when the
                 # previous one was ready, whichever came later
                 started = max(launch.dispatched + launch.compile_s, self._last_ready)
                 phases.compute_s = max(0.0, ready - started - (hidden_s if attempt == 0 else 0.0))
-                phases.d2h_s, self._last_ready = d2h.seconds, ready
+                phases.compute_s += fallback_run_s  # the exact fallback ran inside the fetch
+                phases.compile_s += fallback_compile_s
+                phases.d2h_s = max(0.0, d2h.seconds - fallback_compile_s - fallback_run_s)
+                self._last_ready = ready
                 return _Outcome(work, metrics, phases)
             except Exception as exc:  # noqa: BLE001 - a failing batch is recorded, the campaign goes on
                 error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"

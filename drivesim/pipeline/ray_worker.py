@@ -22,7 +22,7 @@ from drivesim.pipeline import results as res
 from drivesim.pipeline.config import CampaignConfig
 from drivesim.pipeline.ledger import PlannedBatch
 from drivesim.pipeline.plan import HostWork, plan_settings
-from drivesim.pipeline.timing import Stopwatch
+from drivesim.pipeline.timing import FallbackClock, Stopwatch
 
 # What crosses the wire for one batch: (batch_id, positions, size_class)
 # (batch id, positions, size class, the driver's batch size: the worker pads every batch to it)
@@ -160,12 +160,14 @@ class CampaignWorker:
             result = self.device.run(dbatch)
             block(result)
         compile_s = executor.compile_seconds - before
+        fallback = FallbackClock(executor)
         with Stopwatch() as d2h:
             metrics = self.device.fetch(result, len(work.infos))
+        fallback_compile_s, fallback_run_s = fallback.spent()  # the exact fallback runs in the fetch
         phases |= dict(
             h2d_s=h2d.seconds,
-            compile_s=compile_s,
-            compute_s=max(0.0, compute.seconds - compile_s),
-            d2h_s=d2h.seconds,
+            compile_s=compile_s + fallback_compile_s,
+            compute_s=max(0.0, compute.seconds - compile_s) + fallback_run_s,
+            d2h_s=max(0.0, d2h.seconds - fallback_compile_s - fallback_run_s),
         )
         return metrics

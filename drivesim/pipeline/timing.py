@@ -79,3 +79,16 @@ class BatchEvent:
     phases: PhaseTimes | None = None
     error: str | None = None
     worker: str | None = None
+
+
+class FallbackClock:
+    """Seconds the executor's exact fallback (drivesim.parallel.exact_pass) compiled and ran
+    since this was made: (compile_s, run_s)."""
+
+    def __init__(self, executor):
+        self.executor = executor
+        self.compile_s, self.run_s = executor.exact_pass.compile_seconds, executor.exact_pass.run_seconds
+
+    def spent(self) -> tuple[float, float]:
+        fallback = self.executor.exact_pass
+        return fallback.compile_seconds - self.compile_s, fallback.run_seconds - self.run_s

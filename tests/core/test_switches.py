@@ -22,7 +22,7 @@ from drivesim.scenarios.synthetic import FamilyConfig, generate
 STEPS = 12
 CONFIG = SimConfig(num_steps=STEPS, neighbours="window")  # switches are the window search's
 AGENTS = 16
-conditional = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches"))
+conditional = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches", "exact"))
 
 
 def _batch(name: str, count: int = 6):
@@ -37,8 +37,8 @@ def test_fixed_switches_equal_the_conditionals(name, assert_bitwise, monkeypatch
     monkeypatch.setattr(materialize, "BRANCH", False)
     jax.clear_caches()
     batch, policy = _batch(name), idm_policy()
-    per_step = conditional.lower(batch, policy, config=CONFIG).compile()
-    fixed = simulate.lower(batch, policy, CONFIG).compile()
+    per_step = conditional.lower(batch, policy, config=CONFIG, exact=False).compile()
+    fixed = simulate.lower(batch, policy, CONFIG).compile()  # the fast pass's program
     want, got = per_step(batch, policy), fixed(batch, policy)
     assert_bitwise(jax.device_get(got), jax.device_get(want))
     # four conditionals fewer: the zone's and the bent routes', in the step and in reset
