@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 
 import jax
 
-from drivesim.bench.harness import HarnessConfig, Work, environment, measure, throughput
+from drivesim.bench.harness import (
+    HarnessConfig,
+    Work,
+    compile_timed,
+    environment,
+    measure,
+    throughput,
+    time_calls,
+)
 from drivesim.bench.records import BenchRecord, rate_line, summary_of
 from drivesim.bench.step_program import fast_pass_counts
 from drivesim.bench.workloads import W32, Workload, make_batch, place, sim_config
@@ -40,7 +48,6 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
     """Benchmark ``simulate`` (IDM ego, all metrics) on ``config.workload``; ``batch`` is
     an optional prebuilt host batch of that workload. Returns one BenchRecord."""
     from drivesim.core.policies import idm_policy
-    from drivesim.core.rollout import simulate
 
     wl = config.workload
     host = batch if batch is not None else make_batch(wl)
@@ -52,7 +59,7 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
     device_batch, _ = place(host, devices)
     policy = idm_policy()
     static = {"config": sim_config(wl), "devices": len(devices)}
-    timing = measure(simulate, (device_batch, policy), config.harness, static=static)
+    timing, fallback = _measure_simulate(device_batch, policy, static, config.harness)
     counts = fast_pass_counts(device_batch, policy, static["config"])
     rates = throughput(Work(wl.scenarios, wl.agents, wl.steps), timing.times, config.harness.ci_method)
     env = environment()
@@ -78,9 +85,43 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
             "visible_devices": visible,
             "search": search_name(wl, devices[0].platform, host.num_road_segments),
             "fusions_per_step": counts.fusions,
+            "fallback_rows": fallback.rows,
+            "fallback_compile_s": fallback.compile_s,
             "conditionals_per_step": counts.conditionals,
         },
     )
+
+
+@dataclass(frozen=True)
+class FallbackCost:
+    """The exact fallback a benchmark batch needed: flagged rows and its compile seconds."""
+
+    rows: int
+    compile_s: float
+
+
+def _measure_simulate(device_batch, policy, static: dict, harness: HarnessConfig):
+    """Timing of ``simulate`` as a user runs it: the fast pass's compile timed apart, and,
+    where its batch flags rows, the exact fallback's compile (core.exact_rows) added to
+    ``compile_s`` and the timed calls the whole ``simulate`` (fast pass, then fallback)."""
+    import numpy as np
+
+    from drivesim.core import exact_rows
+    from drivesim.core.rollout import exact_rollouts, simulate
+    from drivesim.core.search_choice import of_scenarios
+
+    timing = measure(simulate, (device_batch, policy), harness, static=static)
+    rows = exact_rows.flagged_rows(timing.compiled(device_batch, policy))  # type: ignore[operator]
+    config = of_scenarios(static["config"], device_batch)
+    if rows.size == 0 or exact_rows.exact_config(config) is None:
+        return timing, FallbackCost(0, 0.0)
+    cap = exact_rows.chunk_size(int(device_batch.valid.shape[0]))
+    sub = jax.tree_util.tree_map(lambda leaf: leaf[:cap], device_batch)
+    program = exact_rows.exact_program(exact_rollouts, config)
+    _, fallback_s = compile_timed(program, sub, policy, np.asarray(False))
+    times = time_calls(lambda: simulate(device_batch, policy, **static), harness)
+    whole = dataclasses.replace(timing, compile_s=timing.compile_s + fallback_s, times=times)
+    return whole, FallbackCost(int(rows.size), fallback_s)
 
 
 def search_name(wl: Workload, platform: str | None = None, road_segments: int | None = None) -> str:
