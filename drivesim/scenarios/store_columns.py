@@ -80,7 +80,7 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
     leaves = {}
     for path, dtype, shape in FIELDS:
         name = column_name(path)
-        col = stored_column(t, name)
+        col = t.column(name) if name in t.column_names else stored_column(t, name)  # chunks kept
         if col is None:
             continue
         if shape == ():
@@ -88,13 +88,7 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
             continue
         if path.startswith("log.") and dims["T"] is None:
             continue
-        full = field_shape(shape, dims)
-        size = int(np.prod(full))
-        lengths = np.diff(col.offsets.to_numpy())
-        if col.null_count or not np.all(lengths == size):
-            raise ScenarioError(f"a row's list does not fill shape {full}", path=where, field=name)
-        values = col.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-        leaves[path] = _pad_rows(values.reshape(b, *full), total, path)
+        leaves[path] = _list_rows(col, dtype, field_shape(shape, dims), total, (where, name))
     scenario = _scenario(leaves)
     _check(scenario, b, where)
     _check_counts(t, scenario, b, where)
@@ -123,6 +117,25 @@ def _common_key(t: pa.Table, where: str) -> tuple:
     if None in key[:3]:
         raise ScenarioError("missing bucket class", path=where, field="class_agents")
     return tuple(key)
+
+
+def _list_rows(col, dtype, full: tuple[int, ...], total: int, where: tuple[str, str]) -> np.ndarray:
+    """A list column (b rows, each prod(full) values; a ChunkedArray or an Array) as
+    (total, *full) ``dtype``, chunk by chunk into one array (no combined copy of the column
+    first); padding rows copy row 0 (as _pad_rows). ScenarioError when a list does not fill
+    ``full`` or is null; ``where``: (file, column) for it."""
+    size = int(np.prod(full))
+    out = np.empty((total, *full), dtype)
+    flat = out.reshape(total, size)
+    row = 0
+    for chunk in getattr(col, "chunks", [col]):
+        n = len(chunk)
+        if chunk.null_count or not np.all(np.diff(chunk.offsets.to_numpy()) == size):
+            raise ScenarioError(f"a row's list does not fill shape {full}", path=where[0], field=where[1])
+        flat[row : row + n] = chunk.flatten().to_numpy(zero_copy_only=False).reshape(n, size)
+        row += n
+    out[row:] = out[0]
+    return out
 
 
 def _pad_rows(values: np.ndarray, total: int, path: str) -> np.ndarray:
