@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from drivesim.core.policies import idm_policy, stack_policies
+from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import rollout_batch, simulate
 from drivesim.core.switches import of_batch
 from drivesim.core.types import SimConfig
