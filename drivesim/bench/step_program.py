@@ -20,9 +20,9 @@ from typing import NamedTuple
 import jax
 
 from drivesim.bench.step_work import frame_names
-from drivesim.core import switches
+from drivesim.core import materialize, switches
 from drivesim.core.rollout import fast_pass
-from drivesim.core.search_choice import of_scenarios
+from drivesim.core.search_choice import of_scenarios, resolved
 
 _COMPUTATION = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$")
 
@@ -105,6 +105,42 @@ def fast_pass_counts(scenarios, policy, config) -> StepCounts:
     """StepCounts of the fast pass of ``simulate`` for a device batch ``scenarios`` (leading
     axis B >= 2) under ``policy`` and SimConfig ``config`` (compiles it once)."""
     searches = switches.of_batch(scenarios, config)
-    resolved = of_scenarios(config, scenarios)
-    text = jax.jit(lambda b, p: fast_pass(b, p, resolved, searches=searches)).lower(scenarios, policy)
+    config = of_scenarios(config, scenarios)
+    text = jax.jit(lambda b, p: fast_pass(b, p, config, searches=searches)).lower(scenarios, policy)
     return step_counts(text.compile().as_text() or "")
+
+
+def accelerator_counts(scenarios, policy, config, platform: str = "gpu") -> StepCounts:
+    """StepCounts of the fast pass an accelerator builds for this batch: ``platform``'s
+    searches (core.search_choice: all pairs up to 32 agent slots) and stores without the
+    CPU's conditionals (core.materialize.stores_by_branch), compiled here by XLA:CPU. The
+    conditionals are the accelerator program's own; its fusions are XLA:CPU's grouping of
+    that program, a proxy where no accelerator is lent (XLA:GPU fuses by its own rules)."""
+    platform_config = resolved(config, scenarios.num_agents, platform, scenarios.num_road_segments)
+    searches = switches.of_batch(scenarios, config) if platform_config.neighbours != "all_pairs" else None
+    branch, materialize.BRANCH = materialize.BRANCH, False  # read when the program is traced
+    try:
+        program = jax.jit(lambda b, p: fast_pass(b, p, platform_config, searches=searches))
+        text = program.lower(scenarios, policy).compile().as_text() or ""
+    finally:
+        materialize.BRANCH = branch
+    return step_counts(text)
+
+
+def main(families=("highway", "intersection_turns")) -> None:
+    """Print both counts of 8 scenarios x 32 agents of each family."""
+    from drivesim.bench.workloads import Workload, make_batch, sim_config
+    from drivesim.core.policies import idm_policy
+
+    for family in families:
+        wl = Workload(scenarios=8, agents=32, family=family)
+        batch, policy, config = jax.device_put(make_batch(wl)), idm_policy(), sim_config(wl)
+        cpu, accelerator = fast_pass_counts(batch, policy, config), accelerator_counts(batch, policy, config)
+        print(
+            f"{family}: CPU {cpu.fusions} fusions, {cpu.conditionals} conditionals; "
+            f"accelerator program {accelerator.fusions} fusions, {accelerator.conditionals} conditionals"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -6,13 +6,16 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from drivesim.bench.step_program import fast_pass_counts, step_counts
+from drivesim.bench.step_program import accelerator_counts, fast_pass_counts, step_counts
 from drivesim.bench.workloads import Workload, make_batch, sim_config
 from drivesim.core.policies import idm_policy
 
 # Per step of the fast pass on the CPU, 8 scenarios x 32 agents (counted 2026-12-02). A count
 # that grows by more than 10% fails: a step's kernels are what an accelerator pays for.
 CPU_BASELINE = {"highway": (116, 6), "intersection_turns": (175, 12)}
+# The program an accelerator builds (all-pairs searches at 32 slots, no store conditionals),
+# compiled by XLA:CPU (counted 2026-12-03).
+ACCELERATOR_BASELINE = {"highway": (69, 1), "intersection_turns": (91, 1)}
 
 
 def test_counts_a_known_loop():
@@ -40,3 +43,12 @@ def test_step_program_does_not_grow(family):
     fusions, conditionals = CPU_BASELINE[family]
     assert 0 < counts.fusions <= 1.1 * fusions, counts
     assert counts.conditionals <= conditionals, counts
+
+
+@pytest.mark.parametrize("family", sorted(ACCELERATOR_BASELINE))
+def test_accelerator_program_holds_one_conditional_per_step(family):
+    wl = Workload(scenarios=8, agents=32, family=family)
+    counts = accelerator_counts(jax.device_put(make_batch(wl)), idm_policy(), sim_config(wl))
+    fusions, conditionals = ACCELERATOR_BASELINE[family]
+    assert 0 < counts.fusions <= 1.1 * fusions, counts
+    assert counts.conditionals <= conditionals == 1, counts
