@@ -3,7 +3,8 @@
 :class:`NullDeviceRunner` is a :class:`drivesim.pipeline.devices.DeviceRunner` whose ``run``
 replaces the rollout by one elementwise program over each dispatch's ``valid`` mask: every
 metric of the real schema and dtype, one value per scenario row, derived from the row's
-position in the batch (and its scenario id where the batch carries ids). Everything around it
+position in the batch (and its scenario id where the batch carries ids), no row flagged for the
+exact fallback (parallel.exact_pass: engine work). Everything around it
 is the real campaign: planning, sources, prefetch, ``put`` to the devices (sharded as the
 executor shards), ``fetch`` (the executor's own), result tables, Parquet shards, shard
 checks, ledger and progress. Its metrics mean nothing; its rate is the most a campaign of
@@ -36,7 +37,9 @@ def _null_metrics(valid: jax.Array, ids: jax.Array, policies: int) -> RolloutMet
 
     def leaf(k: int, name: str) -> jax.Array:
         value = seed + k
-        if name in _BOOL:
+        if name == "window_overflow":  # no row for the exact fallback: it is engine work
+            out = jnp.zeros_like(valid)
+        elif name in _BOOL:
             out = (value % 7) == 0
         elif name in _FLOAT:
             out = value.astype(jnp.float32) * 0.5
