@@ -11,20 +11,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import jax
 
-from drivesim.bench.harness import (
-    HarnessConfig,
-    Work,
-    compile_timed,
-    environment,
-    measure,
-    throughput,
-    time_calls,
-)
+from drivesim.bench.harness import HarnessConfig, Work, environment, measure, throughput, time_calls
 from drivesim.bench.records import BenchRecord, rate_line, summary_of
 from drivesim.bench.step_program import fast_pass_counts
 from drivesim.bench.workloads import W32, Workload, make_batch, place, sim_config
@@ -104,21 +97,17 @@ def _measure_simulate(device_batch, policy, static: dict, harness: HarnessConfig
     """Timing of ``simulate`` as a user runs it: the fast pass's compile timed apart, and,
     where its batch flags rows, the exact fallback's compile (core.exact_rows) added to
     ``compile_s`` and the timed calls the whole ``simulate`` (fast pass, then fallback)."""
-    import numpy as np
-
-    from drivesim.core import exact_rows
-    from drivesim.core.rollout import exact_rollouts, simulate
-    from drivesim.core.search_choice import of_scenarios
+    from drivesim.core.exact_rows import flagged_rows
+    from drivesim.core.rollout import simulate
 
     timing = measure(simulate, (device_batch, policy), harness, static=static)
-    rows = exact_rows.flagged_rows(timing.compiled(device_batch, policy))  # type: ignore[operator]
-    config = of_scenarios(static["config"], device_batch)
-    if rows.size == 0 or exact_rows.exact_config(config) is None:
+    rows = flagged_rows(timing.compiled(device_batch, policy))  # type: ignore[operator]
+    lowered = simulate.lower_exact(device_batch, policy, static["config"]) if rows.size else None
+    if lowered is None:
         return timing, FallbackCost(0, 0.0)
-    cap = exact_rows.chunk_size(int(device_batch.valid.shape[0]))
-    sub = jax.tree_util.tree_map(lambda leaf: leaf[:cap], device_batch)
-    program = exact_rows.exact_program(exact_rollouts, config)
-    _, fallback_s = compile_timed(program, sub, policy, np.asarray(False))
+    start = time.perf_counter()
+    lowered.compile()
+    fallback_s = time.perf_counter() - start
     times = time_calls(lambda: simulate(device_batch, policy, **static), harness)
     whole = dataclasses.replace(timing, compile_s=timing.compile_s + fallback_s, times=times)
     return whole, FallbackCost(int(rows.size), fallback_s)

@@ -110,5 +110,16 @@ class FixedSimulate:
     def lower(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
         return self._bound(self._jit.lower, scenarios, policy, config, devices, exact=False)
 
+    def lower_exact(self, scenarios: Scenario, policy, config: SimConfig):
+        """The exact fallback's program lowered for one chunk of ``scenarios`` (B,) (its first
+        core.fallback.chunk_size(B) rows), as a call that needs it compiles it; None where
+        ``config`` proves everything itself."""
+        resolved = search_choice.of_scenarios(config, scenarios)
+        if exact_rows.exact_config(resolved) is None:
+            return None
+        cap = exact_rows.chunk_size(int(scenarios.valid.shape[0]))
+        sub = jax.tree_util.tree_map(lambda leaf: leaf[:cap], scenarios)
+        return exact_rows.exact_program(self._exact_rollouts, resolved).lower(sub, policy, jnp.asarray(False))
+
     def trace(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
         return self._bound(self._jit.trace, scenarios, policy, config, devices, exact=False)

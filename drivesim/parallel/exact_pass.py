@@ -11,14 +11,12 @@ for bit (tests/parallel/test_exact_pass.py).
 
 from __future__ import annotations
 
-import functools
 import time
 
 import jax
 import numpy as np
 
 from drivesim.core import exact_rows
-from drivesim.core.fallback import exact_config
 from drivesim.core.rollout import exact_rollouts
 from drivesim.core.search_choice import of_scenarios
 from drivesim.core.types import RolloutMetrics, SimConfig
@@ -41,59 +39,61 @@ class ExactPass:
         of stacked policies; ``host``: those rows' host batch (B,). Flagged rows replaced."""
         if not np.any(metrics.window_overflow):
             return metrics
-        start = time.perf_counter()
+        start, compiled_before = time.perf_counter(), self.compile_seconds
         config = of_scenarios(self.sim, _shapes(host))
+        program = exact_rows.exact_program(_generated_rollouts, config)
         take = lambda idx: jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[idx], host)  # noqa: E731
         if not sweep:
-            out = exact_rows.complete(metrics, take, self._runner(policy), config)
+            out = exact_rows.complete(metrics, take, self._runner(program, policy), config)
         else:
             parts = []
             for p in range(np.shape(metrics.window_overflow)[0]):
                 row = jax.tree_util.tree_map(lambda leaf, p=p: leaf[p], metrics)
                 one = jax.tree_util.tree_map(lambda leaf, p=p: leaf[p], policy)
-                parts.append(exact_rows.complete(row, take, self._runner(one), config))
+                parts.append(exact_rows.complete(row, take, self._runner(program, one), config))
             out = jax.tree_util.tree_map(lambda *rows: np.stack(rows), *parts)
-        self.run_seconds += time.perf_counter() - start
+        spent = time.perf_counter() - start
+        self.run_seconds += spent - (self.compile_seconds - compiled_before)
         return out
 
-    def _runner(self, policy):
+    def _runner(self, program, policy):
+        """run(sub, full) of core.exact_rows: ``program`` compiled once per argument shapes."""
+
         def run(sub, full: bool):
             args = (sub, policy, np.asarray(full))
-            return self._compiled(args)(*args)
+            return self._compiled(program, args)(*args)
 
         return run
 
-    def _compiled(self, args):
+    def _compiled(self, program, args):
         leaves, treedef = jax.tree_util.tree_flatten(args)
         shapes = tuple((np.shape(x), str(np.asarray(x).dtype)) for x in leaves)
-        sig = ("exact_pass", self.sim, treedef, shapes)
+        sig = ("exact_pass", program, treedef, shapes)
 
         def build():
             start = time.perf_counter()
-            compiled = _program(self.sim).lower(*args).compile()
-            spent = time.perf_counter() - start
-            self.compile_seconds += spent
-            self.run_seconds -= spent  # counted as compiling, not running
+            compiled = program.lower(*args).compile()
+            self.compile_seconds += time.perf_counter() - start
             return compiled
 
         return self.programs.get(sig, build)
 
 
-@functools.lru_cache(maxsize=16)
-def _program(sim: SimConfig):
-    """jit of (batch (c,), policy, full_edges) -> exact RolloutMetrics (c,) for ``sim``."""
-
-    def run(sub, policy, full):
-        scenarios = materialize(sub)
-        proving = exact_config(of_scenarios(sim, scenarios))
-        assert proving is not None  # complete() runs nothing where there is nothing to prove
-        return exact_rollouts(scenarios, policy, proving, full)
-
-    return jax.jit(run)
+def _generated_rollouts(sub, policy, config: SimConfig, full_edges) -> RolloutMetrics:
+    """core.rollout.exact_rollouts of a Scenario batch or of the rows an IdBatch generates."""
+    return exact_rollouts(materialize(sub), policy, config, full_edges)
 
 
 def _shapes(host):
-    """The Scenario batch's shapes (an IdBatch's are those its program generates)."""
-    if isinstance(host, IdBatch):
-        return jax.eval_shape(materialize, jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[:1], host))
-    return host
+    """The Scenario batch's shapes (an IdBatch's: those its program generates, traced once
+    per family set, family config and size class)."""
+    if not isinstance(host, IdBatch):
+        return host
+    key = (host.families, host.config, host.size_class)
+    if key not in _GENERATED_SHAPES:
+        row = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[:1], host)
+        _GENERATED_SHAPES[key] = jax.eval_shape(materialize, row)
+    return _GENERATED_SHAPES[key]
+
+
+_GENERATED_SHAPES: dict = {}  # (families, config, size class) -> the generated Scenario's shapes

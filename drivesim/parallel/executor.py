@@ -123,6 +123,7 @@ class DeviceResult:
     host: Scenario = field(repr=False)  # the batch's host rows, for the exact fallback
     policy: object = field(repr=False)
     redo: Callable[[], DeviceResult] = field(repr=False)
+    completed: RolloutMetrics | None = field(default=None, repr=False)  # what fetch returned
 
 
 class Executor:
@@ -265,11 +266,14 @@ class Executor:
 
     # ---- devices -> host -----------------------------------------------------------------
     def fetch(self, result: DeviceResult) -> RolloutMetrics:
-        """This process's real rows as NumPy: (B,) leaves, (P, B) for a sweep. Redoes the
-        batch on the remaining devices if its execution failed."""
+        """This process's real rows as NumPy: (B,) leaves, (P, B) for a sweep, computed once
+        per result (``aggregate`` reuses them). Redoes the batch on the remaining devices if
+        its execution failed."""
         for attempt in range(self.config.max_retries + 1):
             try:
-                return self._completed(_local_metrics(result), result)
+                if result.completed is None:
+                    result.completed = self._completed(_local_metrics(result), result)
+                return result.completed
             except JaxRuntimeError as error:
                 if attempt == self.config.max_retries:
                     raise

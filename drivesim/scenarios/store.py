@@ -102,12 +102,13 @@ def schema() -> pa.Schema:
     return pa.schema(cols, metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()})
 
 
-def stored_column(table: pa.Table, name: str) -> pa.Array | None:
-    """Column ``name`` of a store table as one array. A column absent from an older store:
-    an ADDED_COLUMNS one reads as zeros (agents_kind: every agent a vehicle), a signal column
-    as None (no signals)."""
+def stored_column(table: pa.Table, name: str, combine: bool = True) -> pa.Array | pa.ChunkedArray | None:
+    """Column ``name`` of a store table as one array (``combine`` False: its chunks as read,
+    no copy). A column absent from an older store: an ADDED_COLUMNS one reads as zeros
+    (agents_kind: every agent a vehicle), a signal column as None (no signals)."""
     if name in table.column_names:
-        return table.column(name).combine_chunks()
+        column = table.column(name)
+        return column.combine_chunks() if combine else column
     if name.startswith("signal_"):
         return None
     if name not in ADDED_COLUMNS:

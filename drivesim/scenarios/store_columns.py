@@ -80,7 +80,7 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
     leaves = {}
     for path, dtype, shape in FIELDS:
         name = column_name(path)
-        col = t.column(name) if name in t.column_names else stored_column(t, name)  # chunks kept
+        col = stored_column(t, name, combine=False)
         if col is None:
             continue
         if shape == ():
