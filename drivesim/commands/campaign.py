@@ -184,6 +184,14 @@ def register(app: typer.Typer) -> None:
                 help="The ego's observation leaves out agents hidden behind others (MLP and user policies).",
             ),
         ] = False,
+        position_update: Annotated[
+            str,
+            typer.Option(
+                "--position-update",
+                help="How a step moves an agent: euler (by the speed before the step) | ballistic "
+                "(by the mean of the speeds before and after it, as SUMO's ballistic mode).",
+            ),
+        ] = "euler",
         out: Annotated[
             pathlib.Path | None,
             typer.Option(
@@ -309,6 +317,7 @@ def register(app: typer.Typer) -> None:
                 agents=agents,
                 lane_changes=lane_changes,
                 occlusion=occlusion,
+                position_update=position_update,
                 seed=seed,
                 loader_threads=loader_threads,
                 stall_s=stall_timeout,

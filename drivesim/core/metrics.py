@@ -6,6 +6,14 @@ import jax.numpy as jnp
 
 from drivesim.core.types import Array, RolloutMetrics, pytree_dataclass
 
+# Horizons [s] of the displacement errors against the log (RolloutMetrics ade_*/fde_*).
+LOG_HORIZONS_S = (1.0, 3.0, 8.0)
+
+
+def horizon_steps(dt: float) -> tuple[int, ...]:
+    """The step after which each of LOG_HORIZONS_S is reached (step t ends at (t + 1) dt)."""
+    return tuple(max(1, round(h / dt)) for h in LOG_HORIZONS_S)
+
 
 @pytree_dataclass
 class StepInfo:
@@ -64,6 +72,11 @@ class MetricsState:
     agents_collided: Array
     agents_offroad: Array
     red_light_violation: Array
+    # one () array per LOG_HORIZONS_S: distance to the log summed over the steps up to the
+    # horizon, their count, and the mean distance at the horizon's step (NaN: not reached)
+    horizon_sum: tuple[Array, ...]
+    horizon_count: tuple[Array, ...]
+    horizon_final: tuple[Array, ...]
 
 
 def init_metrics() -> MetricsState:
@@ -88,16 +101,24 @@ def init_metrics() -> MetricsState:
         agents_collided=jnp.zeros((), jnp.int32),
         agents_offroad=jnp.zeros((), jnp.int32),
         red_light_violation=jnp.zeros((), bool),
+        horizon_sum=tuple(jnp.zeros((), f32) for _ in LOG_HORIZONS_S),
+        horizon_count=tuple(jnp.zeros((), f32) for _ in LOG_HORIZONS_S),
+        horizon_final=tuple(jnp.full((), jnp.nan, f32) for _ in LOG_HORIZONS_S),
     )
 
 
-def update_metrics(m: MetricsState, info: StepInfo, t: Array) -> MetricsState:
-    """Fold one step into the running metrics; a step with active=False changes nothing.
+def update_metrics(m: MetricsState, info: StepInfo, t: Array, horizons: tuple[int, ...]) -> MetricsState:
+    """Fold step ``t`` into the running metrics; a step with active=False changes nothing.
     Jerk is measured from step 1 (step 0's jump from the scenario's initial acceleration
-    says nothing about driving)."""
+    says nothing about driving). ``horizons``: horizon_steps(dt), the steps after which
+    each log horizon is reached."""
     on = info.active
     first_hit = on & info.ego_collided & ~m.ego_collided
-    final = jnp.where(info.div_count > 0, info.div_sum / jnp.maximum(info.div_count, 1.0), m.div_final)
+    logged = on & (info.div_count > 0)
+    step_mean = info.div_sum / jnp.maximum(info.div_count, 1.0)
+    final = jnp.where(info.div_count > 0, step_mean, m.div_final)
+    within = [on & (t + 1 <= h) for h in horizons]
+    at = [logged & (t + 1 == h) for h in horizons]
     return MetricsState(
         ego_collided=m.ego_collided | (on & info.ego_collided),
         collision_step=jnp.where(first_hit, t.astype(jnp.int32), m.collision_step),
@@ -119,6 +140,13 @@ def update_metrics(m: MetricsState, info: StepInfo, t: Array) -> MetricsState:
         agents_collided=jnp.where(on, info.agents_collided, m.agents_collided).astype(jnp.int32),
         agents_offroad=jnp.where(on, info.agents_offroad, m.agents_offroad).astype(jnp.int32),
         red_light_violation=m.red_light_violation | (on & info.red_light),
+        horizon_sum=tuple(
+            s + jnp.where(w, info.div_sum, 0.0) for s, w in zip(m.horizon_sum, within, strict=True)
+        ),
+        horizon_count=tuple(
+            c + jnp.where(w, info.div_count, 0.0) for c, w in zip(m.horizon_count, within, strict=True)
+        ),
+        horizon_final=tuple(jnp.where(a, step_mean, f) for f, a in zip(m.horizon_final, at, strict=True)),
     )
 
 
@@ -127,6 +155,11 @@ def finalize_metrics(m: MetricsState, has_log: bool, by_kind: dict[str, Array]) 
     ``by_kind``: the per-type fields (drivesim.core.road_users.kind_metrics)."""
     nan = jnp.full((), jnp.nan, jnp.float32)
     mean = jnp.where(m.div_count > 0, m.div_sum / jnp.maximum(m.div_count, 1.0), nan)
+    fde = [f if has_log else nan for f in m.horizon_final]
+    ade = [
+        jnp.where(jnp.isnan(f), nan, s / jnp.maximum(c, 1.0))
+        for f, s, c in zip(fde, m.horizon_sum, m.horizon_count, strict=True)
+    ]
     return RolloutMetrics(
         ego_collided=m.ego_collided,
         collision_step=m.collision_step,
@@ -146,4 +179,6 @@ def finalize_metrics(m: MetricsState, has_log: bool, by_kind: dict[str, Array]) 
         agents_offroad=m.agents_offroad,
         **by_kind,
         red_light_violation=m.red_light_violation,
+        **{f"ade_{h:g}s": v for h, v in zip(LOG_HORIZONS_S, ade, strict=True)},
+        **{f"fde_{h:g}s": v for h, v in zip(LOG_HORIZONS_S, fde, strict=True)},
     )

@@ -25,7 +25,14 @@ from drivesim.core.fallback import exact_config, exact_fallback
 from drivesim.core.lifecycle import end_of_route, entry_position, replay_log
 from drivesim.core.materialize import stores_by_branch
 from drivesim.core.matmul import matmul
-from drivesim.core.metrics import MetricsState, StepInfo, finalize_metrics, init_metrics, update_metrics
+from drivesim.core.metrics import (
+    MetricsState,
+    StepInfo,
+    finalize_metrics,
+    horizon_steps,
+    init_metrics,
+    update_metrics,
+)
 from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.policies import EgoInputs, corrected_accel, corrected_tan, get_policy
 from drivesim.core.road import Drivable, Projection, agent_segments, drivable, point_at, project, route_rows
@@ -358,9 +365,8 @@ def advance(
         tan_steer = jnp.where(a.is_ego, ego_tan, tan_steer)
     with jax.named_scope("dynamics"):
         x, y, heading, speed = bicycle_step(
-            a.x, a.y, a.heading, a.cos_h, a.sin_h, a.speed, a.length, accel, tan_steer, config
+            a.x, a.y, a.heading, a.cos_h, a.sin_h, a.speed, a.length, accel, tan_steer, top_speed, config
         )
-        speed = jnp.minimum(speed, top_speed)
         valid = a.valid
         if scenario.log is not None:
             x, y, heading, speed, valid = replay_log(a, t, scenario.log, (x, y, heading, speed, valid))
@@ -391,7 +397,7 @@ def advance(
     with jax.named_scope("metrics"):
         info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre, zone, full_edges)
         info = replace(info, overflow=info.overflow | ~certified)
-        metrics = update_metrics(state.metrics, info, t)
+        metrics = update_metrics(state.metrics, info, t, horizon_steps(config.dt))
         agents = replace(agents, outcome=agents.outcome | jnp.where(active, outcome, 0))
     new_state = SimState(
         agents=agents,

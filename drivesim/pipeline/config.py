@@ -28,6 +28,7 @@ IDENTITY_FIELDS = (
     "max_agents",
     "lane_changes",
     "occlusion",
+    "position_update",
 )
 
 
@@ -55,6 +56,7 @@ class CampaignConfig:
         from all pairs in that mode).
     occlusion: the ego's observation leaves out agents hidden behind others
         (SimConfig.occlusion; it changes only policies that observe: MLP and user policies).
+    position_update: "euler" (the default) or "ballistic" (SimConfig.position_update).
     loader_threads: host loader threads; prefetch: bounded host queue depth (batches).
     retries: extra attempts for a batch whose compute raised.
     stall_s: the stall watchdog's limit [s] (at least; it grows to 10x the median gap between
@@ -81,6 +83,7 @@ class CampaignConfig:
     max_agents: int | None = None
     lane_changes: bool = False
     occlusion: bool = False
+    position_update: str = "euler"
     seed: int = 0
     out: str = "runs/demo"
     loader_threads: int = 2
@@ -104,6 +107,12 @@ class CampaignConfig:
             raise ValueError(
                 f"CampaignConfig.stall_s: seconds >= 0 (0 disables the watchdog), got {self.stall_s!r}"
             )
+        if self.position_update not in ("euler", "ballistic"):
+            from drivesim.pipeline.validation import ConfigError
+
+            raise ConfigError(
+                f"CampaignConfig.position_update: expected euler or ballistic, got {self.position_update!r}"
+            )
         try:
             split_policy(self.policy, allow_import=False)  # a module is imported only where it runs
         except ValueError as err:
@@ -116,7 +125,7 @@ class CampaignConfig:
         kinds = {
             int: ("count", "window_batches", "num_steps", "seed", "loader_threads", "prefetch", "retries"),
             bool: ("lane_changes", "occlusion"),
-            str: ("policy", "backend", "out"),
+            str: ("policy", "backend", "out", "position_update"),
         }
         for kind, names in kinds.items():
             for name in names:
@@ -133,14 +142,16 @@ class CampaignConfig:
 
     def identity(self) -> dict:
         """The fields a resume must match (JSON-comparable; max_agents only when set and
-        lane_changes and occlusion only when on, so campaigns written before they existed
-        keep their identity)."""
+        lane_changes and occlusion only when on and position_update only when not "euler",
+        so campaigns written before they existed keep their identity)."""
         out = {k: _plain(getattr(self, k)) for k in IDENTITY_FIELDS}
         if out["max_agents"] is None:
             del out["max_agents"]
         for flag in ("lane_changes", "occlusion"):
             if not out[flag]:
                 del out[flag]
+        if out["position_update"] == "euler":
+            del out["position_update"]
         return out
 
 
@@ -148,7 +159,12 @@ def sim_config(config: CampaignConfig, policy: str):
     """The SimConfig a campaign simulates with, for the registered policy name ``policy``."""
     from drivesim.core.types import LaneChangeConfig, SimConfig
 
-    base = SimConfig(num_steps=config.num_steps, policy=policy, occlusion=config.occlusion)
+    base = SimConfig(
+        num_steps=config.num_steps,
+        policy=policy,
+        occlusion=config.occlusion,
+        position_update=config.position_update,
+    )
     if config.lane_changes:
         return dataclasses.replace(base, lane_changes=LaneChangeConfig())
     return base

@@ -26,7 +26,9 @@ RESULTS_DIR = "results"
 # window_overflow = the scenario was recomputed by the exact all-pairs search.
 # 3: road-user types (collided_with_kind, pedestrians_collided, cyclists_collided) and
 #    red_light_violation (the ego crossed its signal stop line on red).
-RESULTS_SCHEMA_VERSION = 3
+# 4: ade_1s, ade_3s, ade_8s, fde_1s, fde_3s, fde_8s (displacement against the log; shards of
+#    version 3 read them as NULL).
+RESULTS_SCHEMA_VERSION = 4
 SCHEMA_KEY = b"drivesim.results_schema_version"  # in every shard's footer metadata
 
 SCHEMA = pa.schema(
@@ -62,6 +64,12 @@ SCHEMA = pa.schema(
         ("pedestrians_collided", pa.int32()),
         ("cyclists_collided", pa.int32()),
         ("red_light_violation", pa.bool_()),
+        ("ade_1s", pa.float32()),
+        ("ade_3s", pa.float32()),
+        ("ade_8s", pa.float32()),
+        ("fde_1s", pa.float32()),
+        ("fde_3s", pa.float32()),
+        ("fde_8s", pa.float32()),
         ("batch_id", pa.int64()),
         ("process_index", pa.int32()),
     ],
@@ -89,6 +97,12 @@ METRIC_COLUMNS = (
     "pedestrians_collided",
     "cyclists_collided",
     "red_light_violation",
+    "ade_1s",
+    "ade_3s",
+    "ade_8s",
+    "fde_1s",
+    "fde_3s",
+    "fde_8s",
 )
 
 
@@ -274,12 +288,19 @@ def connect(directory, connection=None):
     shards = named_shards(directory)
     if shards:
         files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in shards)
-        rows = f"read_parquet([{files}])"
+        rows = f"read_parquet([{files}], union_by_name = true)"
     else:
         con.register("_empty_results", SCHEMA.empty_table())
         rows = "_empty_results"
-    con.execute(f"CREATE OR REPLACE VIEW results AS SELECT *, {PARAMS_SQL} AS params FROM {rows}")
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {rows}").fetchall()}
+    missing = "".join(  # columns newer than the campaign's first shards: NULL in every row
+        f", NULL::{_SQL_TYPES[str(f.type)]} AS {f.name}" for f in SCHEMA if f.name not in present
+    )
+    con.execute(f"CREATE OR REPLACE VIEW results AS SELECT *{missing}, {PARAMS_SQL} AS params FROM {rows}")
     return con
+
+
+_SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "float": "FLOAT", "bool": "BOOLEAN", "string": "VARCHAR"}
 
 
 # The view's ``params``: a scenario's named parameters as MAP(VARCHAR, DOUBLE), read from a

@@ -30,6 +30,7 @@ from drivesim.report.figures_catalogue import catalogue_section
 from drivesim.report.figures_compare import comparison_section, sessions_section
 from drivesim.report.figures_outcomes import failures_section, outcomes_section
 from drivesim.report.figures_perf import devices_section, memory_section, phases_section, throughput_section
+from drivesim.report.figures_realism import realism_section
 from drivesim.report.figures_scale import scaling_section
 from drivesim.report.figures_workers import workers_section
 from drivesim.report.worst import worst_section
@@ -44,6 +45,7 @@ SECTIONS = (
     devices_section,
     workers_section,
     outcomes_section,
+    realism_section,
     catalogue_section,
     comparison_section,
     failures_section,

@@ -28,6 +28,10 @@ class Outcomes:
     group label, n and q0, q05, q25, q50, q75, q95, q100, mean of the metric over finite values.
     failed_rows: up to MAX_FAILED_ROWS failed rows (scenario_id, family, source, name, policy, error).
     failed_reasons: (error, count) pairs, most frequent first.
+    realism: per family with a log, the displacement of the simulated traffic from it: label,
+    n (rows with a finite ADE at the first horizon), and for each horizon H of
+    LOG_HORIZON_COLUMNS (``1s``, ``3s``, ``8s``) ``ade_H``/``fde_H`` (means over the rows that
+    reach H), ``fde_H_q50``/``fde_H_q95`` and ``n_H`` (rows that reach H).
     """
 
     total: int = 0
@@ -39,6 +43,7 @@ class Outcomes:
     quantiles: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     failed_rows: list[dict] = field(default_factory=list)
     failed_reasons: list[tuple[str, int]] = field(default_factory=list)
+    realism: list[dict] = field(default_factory=list)
     padding_efficiency: float | None = None
 
 
@@ -64,6 +69,7 @@ def load_outcomes(shards: list[Path]) -> Outcomes:
         out.by_family = _group_rates(con, cols, "family") if "family" in cols else []
         out.by_policy = _group_rates(con, cols, policy_label(cols)) if "policy_id" in cols else []
         out.quantiles = _quantiles(con, cols)
+        out.realism = _realism(con, cols) if "family" in cols else []
         if "status" in cols:
             out.failed_rows, out.failed_reasons = _failures(con, cols)
         if {"num_agents", "size_class"} <= cols:
@@ -168,6 +174,31 @@ def _quantiles(con: duckdb.DuckDBPyConnection, cols: frozenset[str]) -> dict[tup
             if rows:
                 result[(dim, metric)] = rows
     return result
+
+
+LOG_HORIZON_COLUMNS = ("1s", "3s", "8s")  # the results' ade_*/fde_* suffixes
+
+
+def _realism(con: duckdb.DuckDBPyConnection, cols: frozenset[str]) -> list[dict]:
+    """Per family, ADE/FDE against the log at each horizon (rows without a log left out)."""
+    present = [h for h in LOG_HORIZON_COLUMNS if {f"ade_{h}", f"fde_{h}"} <= cols]
+    if not present:
+        return []
+    parts = []
+    for h in present:
+        ade, fde = f"ade_{h}", f"fde_{h}"
+        parts.append(
+            f"count({fde}) FILTER (WHERE isfinite({fde})) AS n_{h}, {_mean(cols, ade)} AS {ade}, "
+            f"{_mean(cols, fde)} AS {fde}, "
+            f"quantile_cont({fde}, 0.5) FILTER (WHERE isfinite({fde})) AS {fde}_q50, "
+            f"quantile_cont({fde}, 0.95) FILTER (WHERE isfinite({fde})) AS {fde}_q95"
+        )
+    first = f"fde_{present[0]}"
+    sql = f"""
+        SELECT coalesce(family, '(none)') AS label, count(*) AS n, {", ".join(parts)}
+        FROM results WHERE {first} IS NOT NULL AND isfinite({first})
+        GROUP BY 1 ORDER BY n DESC, label LIMIT {MAX_GROUPS}"""
+    return _dicts(con.execute(sql))
 
 
 def _failures(con: duckdb.DuckDBPyConnection, cols: frozenset[str]) -> tuple[list[dict], list[tuple]]:

@@ -23,6 +23,7 @@ CONFIGS = {
     "mlp": SimConfig(num_steps=STEPS, window=6, policy="mlp"),
     "window2": SimConfig(num_steps=STEPS, window=2, policy="idm"),
     "signals": SimConfig(num_steps=STEPS, window=6, policy="idm"),
+    "ballistic": SimConfig(num_steps=STEPS, window=6, policy="idm", position_update="ballistic"),
 }
 
 
@@ -47,6 +48,7 @@ POLICIES = {
     "mlp": small_mlp(),
     "window2": idm_policy(),
     "signals": idm_policy(),
+    "ballistic": idm_policy(),
 }
 
 # Host scenarios simulated (batched, padded to builders.SHAPE) under each config.
@@ -93,6 +95,12 @@ CASES = {
         "queue": builders.signal_queue_case,
         "amber": builders.signal_amber_case,
         "highway8": lambda: builders.highway_case(8, 6),
+    },
+    "ballistic": {  # the mean-speed position update (a stop within the run, a bend, a platoon)
+        "highway0": lambda: builders.highway_case(0, 6),
+        "curved": builders.curved_case,
+        "stopped": builders.stopped_car_case,
+        "platoon": builders.platoon_case,
     },
 }
 

@@ -393,10 +393,11 @@ class ReferenceSim:
                 if not self.valid[i]:
                     continue
                 wheelbase = cfg.wheelbase_ratio * self.length[i]
-                x = self.x[i] + self.v[i] * math.cos(self.h[i]) * cfg.dt
-                y = self.y[i] + self.v[i] * math.sin(self.h[i]) * cfg.dt
-                h = self.h[i] + self.v[i] * math.tan(steer[i]) / wheelbase * cfg.dt
                 v = min(max(self.v[i] + accel[i] * cfg.dt, 0.0), self._limits(i)[2])
+                travel = self.v[i] if cfg.position_update == "euler" else 0.5 * (self.v[i] + v)
+                x = self.x[i] + travel * math.cos(self.h[i]) * cfg.dt
+                y = self.y[i] + travel * math.sin(self.h[i]) * cfg.dt
+                h = self.h[i] + travel * math.tan(steer[i]) / wheelbase * cfg.dt
                 self.x[i], self.y[i], self.h[i], self.v[i] = x, y, h, v
                 self.acc[i] = (v - old_v[i]) / cfg.dt
         if t % cfg.resort_every == 0:  # one odd-even pass, parities alternating

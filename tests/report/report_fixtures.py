@@ -63,11 +63,25 @@ def shard_table(batch_id: int, rng: np.random.Generator) -> pa.Table:
                     log_div_mean=float("nan") if ok else None,
                     log_div_final=float("nan") if ok else None,
                     window_overflow=False if ok else None,
+                    **_displacement(ok, family == HOSTILE, sid, rng),
                     batch_id=batch_id,
                     process_index=0,
                 )
             )
     return pa.Table.from_pylist(rows, schema=results.SCHEMA)  # columns left out are null
+
+
+def _displacement(ok: bool, logged: bool, sid: int, rng: np.random.Generator) -> dict:
+    """ADE/FDE columns: growing with the horizon for the recorded (file) family, NaN for the
+    synthetic ones, 8 s not reached in every other recorded row."""
+    if not ok:
+        return {}
+    values = {}
+    for h, scale in (("1s", 0.3), ("3s", 1.5), ("8s", 6.0)):
+        reached = logged and (h != "8s" or sid % 2 == 0)
+        values[f"ade_{h}"] = float(rng.gamma(2.0, scale / 2)) if reached else float("nan")
+        values[f"fde_{h}"] = float(rng.gamma(2.0, scale)) if reached else float("nan")
+    return values
 
 
 def write_shard(root: Path, batch_id: int, seed: int = 0) -> Path:

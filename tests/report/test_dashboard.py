@@ -19,6 +19,7 @@ SECTIONS = (
     "devices",
     "workers",
     "outcomes",
+    "realism",
     "compare",
     "failures",
     "sessions",
@@ -91,7 +92,8 @@ def test_bench_only_directory(bench_only_dir):
 def test_empty_directory_has_notes_only(tmp_path):
     html = render_dashboard(load_campaign(tmp_path))
     assert '<div class="plot"' not in html
-    assert html.count('class="empty"') == len(SECTIONS)
+    assert html.count('class="empty"') == len(SECTIONS) - 1  # realism: only for a campaign with a log
+    assert '<section id="realism">' not in html
     assert "no data yet: run `drivesim scale` to fill this" in html
 
 
@@ -138,3 +140,18 @@ def test_rates_keep_their_digits():
         "123",
         "45,679",
     ]
+
+
+def test_realism_section_shows_the_logged_family_only(full_html):
+    section = full_html.split('<section id="realism">', 1)[1].split("</section>", 1)[0]
+    assert "Displacement from the log by horizon" in section
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section  # the recorded (file) family, escaped
+    assert "highway" not in section and "merge" not in section  # synthetic: no log
+
+
+def test_no_realism_section_without_a_log(tmp_path):
+    from drivesim.report.data import CampaignData
+    from drivesim.report.figures_realism import realism_section
+    from drivesim.report.outcomes import Outcomes
+
+    assert realism_section(CampaignData(root=tmp_path, outcomes=Outcomes(total=3, ok=3))) is None

@@ -80,10 +80,43 @@ def test_idm_mode_and_log_divergence(commonroad_dir):
     records = [load_commonroad(commonroad_dir / n) for n in sorted(REAL)]
     assert not any(r.scenario.log.replay.any() for r in records)  # all present at step 0
     batch = stack_bucket(records, BucketKey(agents=32, lanes=128, points=32, log_steps=128))
-    m, _ = simulate_trajectory(batch, idm_policy(), SimConfig(num_steps=100))  # same shapes: no recompile
+    m, traj = simulate_trajectory(batch, idm_policy(), SimConfig(num_steps=100))  # same shapes: no recompile
     mean, final = np.asarray(m.log_div_mean), np.asarray(m.log_div_final)
     assert np.all((mean > 0.0) & (mean < 20.0)) and np.all((final > 0.0) & (final < 50.0))
     assert not np.asarray(m.has_nan).any()
+    reached = 0
+    for b, record in enumerate(records):  # ADE/FDE at 1, 3, 8 s against float64 NumPy
+        ade, fde = _displacement_reference(record.scenario, np.asarray(traj.x)[b], np.asarray(traj.y)[b])
+        for h in ("1s", "3s", "8s"):
+            got_ade, got_fde = float(getattr(m, f"ade_{h}")[b]), float(getattr(m, f"fde_{h}")[b])
+            if np.isnan(fde[h]):
+                assert np.isnan(got_ade) and np.isnan(got_fde), (record.name, h)
+                continue
+            reached += 1
+            np.testing.assert_allclose([got_ade, got_fde], [ade[h], fde[h]], rtol=1e-5, atol=1e-5)
+    assert reached >= 6  # every file reaches 1 s and 3 s; the 41-step Lankershim log not 8 s
+
+
+def _displacement_reference(scenario, x, y) -> tuple[dict, dict]:
+    """ADE/FDE of the non-replayed logged agents at 1, 3 and 8 s from a trajectory (T, N):
+    step t lands on log step t + 1; NaN where the run or the log ends before the horizon."""
+    log = scenario.log
+    steps = min(x.shape[0], int(scenario.episode_length))
+    n = len(scenario.agents.valid)
+    ade, fde = {}, {}
+    for name, horizon in (("1s", 10), ("3s", 30), ("8s", 80)):
+        total, count, last = 0.0, 0, np.nan
+        for t in range(min(steps, horizon)):
+            if t + 1 >= log.valid.shape[0]:
+                break
+            logged = log.valid[t + 1, :n] & scenario.agents.valid & ~log.replay[:n]
+            dist = np.hypot(x[t, :n] - log.xy[t + 1, :n, 0], y[t, :n] - log.xy[t + 1, :n, 1])
+            total, count = total + float(dist[logged].sum()), count + int(logged.sum())
+            if t + 1 == horizon and logged.any():
+                last = float(dist[logged].mean())
+        fde[name] = last
+        ade[name] = np.nan if np.isnan(last) else total / count
+    return ade, fde
 
 
 def test_resampling_to_coarser_dt(commonroad_dir):
