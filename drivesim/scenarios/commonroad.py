@@ -35,7 +35,7 @@ from drivesim.core.types import (
     replace,
 )
 from drivesim.core.validate import MAX_AGENTS, ScenarioError, validate_scenario
-from drivesim.scenarios import commonroad_lights, geometry, lanes
+from drivesim.scenarios import commonroad_lights, geometry, lanes, map_traffic
 from drivesim.scenarios.input_files import read_input
 from drivesim.scenarios.record import ScenarioRecord
 
@@ -55,6 +55,10 @@ class ImportConfig:
         they enter when the log says).
     max_bytes: largest file accepted. ego_length / ego_width: the planning problem's
         vehicle box (CommonRoad's default car).
+    steps_without_log: episode length [steps] of a file without recorded trajectories (a
+        planning problem on an empty map, or generated traffic).
+    traffic: the generated traffic of a map without dynamic obstacles or planning problem
+        (drivesim.scenarios.map_traffic).
     """
 
     dt: float = 0.1
@@ -63,6 +67,8 @@ class ImportConfig:
     ego_length: float = 4.508
     ego_width: float = 1.610
     road: lanes.RoadConfig = lanes.RoadConfig()
+    steps_without_log: int = 80
+    traffic: map_traffic.MapTrafficConfig = map_traffic.MapTrafficConfig()
 
 
 @dataclass
@@ -240,26 +246,31 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
     else:
         obstacles = root.findall("dynamicObstacle")
         tag = "dynamicObstacle"
-    if not obstacles and root.find("planningProblem") is None:
-        rd.fail(tag, "no dynamic obstacles and no planning problem (zero agents)")
     if len(obstacles) + 1 > MAX_AGENTS:
         rd.fail(tag, f"too many agents: {len(obstacles)} dynamic obstacles + ego > {MAX_AGENTS}")
     ids = [o.get("id") for o in obstacles]
     twice = sorted({i for i in ids if i is not None and ids.count(i) > 1})
     if twice:
         rd.fail(f"{tag}[id={twice[0]}]", f"obstacle id {twice[0]} appears more than once (one agent per id)")
+    key = name if path.stem == name else f"{name}@{path.stem}"  # two files, one benchmark id
     ego = _ego_track(root, rd, config)
     tracks = [_obstacle_track(o, tag, rd, file_dt) for o in obstacles]
     tracks = ([ego] if ego is not None else []) + tracks  # without a problem: the first obstacle
-    _check_log_length(tracks, file_dt, config.dt, rd)
     lanelets = lanes.parse_lanelets(root, rd)
+    if not tracks:  # a map alone: generated traffic on its lanelets
+        tracks = _generated_tracks(lanelets, scenario_id_of(key), config)
+        if not tracks:
+            rd.fail(tag, "no dynamic obstacles, no planning problem and no lanelet (zero agents)")
+    _check_log_length(tracks, file_dt, config.dt, rd)
     lights = commonroad_lights.parse_lights(root, rd, file_dt)
     goal = _goal(root, rd)
     origin = np.round(tracks[0].xy[int(np.flatnonzero(tracks[0].valid)[0])])
     tracks, lanelets, goal = recentred(tracks, lanelets, goal, origin)
-    key = name if path.stem == name else f"{name}@{path.stem}"  # two files, one benchmark id
     scenario, stops = build_scenario(tracks, lanelets, goal, file_dt, scenario_id_of(key), config)
     scenario = replace(scenario, signal=commonroad_lights.signal_plan(stops, lights, rd))
+    if max(len(t.valid) for t in tracks) == 1:  # nothing recorded beyond the initial states
+        steps = np.asarray(config.steps_without_log, np.int32)
+        scenario = replace(scenario, log=None, episode_length=steps)
     validate_scenario(scenario, where=f"{path}#{name}")
     shown = name if key == name else f"{name} ({path.name})"
     return ScenarioRecord(scenario=scenario, family="commonroad", source=str(path), name=shown)
@@ -275,6 +286,24 @@ def recentred(tracks: list[Track], lanelets: list, goal, origin: np.ndarray):
         lane.center = lane.center - origin
     point, refs = goal
     return tracks, lanelets, (None if point is None else point - origin, refs)
+
+
+def _generated_tracks(lanelets: list, scenario_id: int, config: ImportConfig) -> list[Track]:
+    """One-state tracks of map_traffic's generated agents (the ego first)."""
+    cfg = config.traffic
+    return [
+        Track(
+            f"generated[{k}]",
+            cfg.length_m,
+            cfg.width_m,
+            p.xy[None],
+            np.array([p.heading]),
+            np.array([p.speed]),
+            np.ones(1, bool),
+            0.0,
+        )
+        for k, p in enumerate(map_traffic.place_traffic(lanelets, scenario_id, cfg))
+    ]
 
 
 def _check_log_length(tracks: list[Track], file_dt: float, dt: float, rd: _Reader) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scenario_xml_cases import BILLION_LAUGHS, PROBLEM, document, obstacle
+from scenario_xml_cases import BILLION_LAUGHS, LANELET, PROBLEM, document, obstacle
 
 from drivesim.core.types import CYCLIST, PEDESTRIAN, VEHICLE
 from drivesim.scenarios.commonroad import ImportConfig, load_commonroad, resample_log
@@ -216,9 +216,44 @@ def test_a_state_without_velocity_gets_it_from_the_motion(tmp_path):
 
 
 def test_zero_agents(tmp_path):
-    text = document("").replace(PROBLEM, "")
+    text = document("").replace(PROBLEM, "").replace(LANELET, "")
     err = _error(tmp_path, text)
     assert "zero agents" in err.reason
+
+
+SECOND_LANELET = LANELET.replace('id="1"', 'id="2"').replace("1.75", "5.25").replace("-1.75", "1.75")
+
+
+def test_a_map_alone_gets_generated_traffic_on_its_lanelets(tmp_path):
+    """No dynamic obstacle, no planning problem: IDM traffic placed along the lanelets from
+    the scenario id alone (the same file, the same traffic), the ego on the longest lanelet,
+    no log; the episode is ImportConfig.steps_without_log steps."""
+    text = document("").replace(PROBLEM, "").replace(LANELET, LANELET + SECOND_LANELET)
+    record = _load(tmp_path, text)
+    sc = record.scenario
+    n = record.num_agents
+    assert 8 <= n <= 16  # two 200 m lanelets, 25-45 m apart
+    assert sc.log is None and int(sc.episode_length) == ImportConfig().steps_without_log
+    assert (
+        int(sc.ego_index) == 0 and abs(float(sc.agents.x[0])) <= 0.5
+    )  # re-centred on the ego's start (to 1 m)
+    y = np.asarray(sc.agents.y, np.float64)  # on a lane centre (y = 0 or 3.5) less the origin (0 or 4)
+    on_centre = [np.abs((y + oy)[:, None] - np.array([0.0, 3.5])).min(axis=1) < 1e-4 for oy in (0.0, 4.0)]
+    assert any(ok.all() for ok in on_centre)
+    speed = np.asarray(sc.agents.speed)
+    assert np.all((speed >= 0.6 * 13.9 - 1e-4) & (speed <= 0.9 * 13.9 + 1e-4))  # no limit given: 50 km/h
+    again = load_commonroad(tmp_path / "ok.xml").scenario  # the same file: the same traffic
+    np.testing.assert_array_equal(again.agents.x, sc.agents.x)
+    np.testing.assert_array_equal(again.agents.speed, sc.agents.speed)
+    other = _load(tmp_path, text, "copy.xml").scenario  # another file: another id, other traffic
+    assert int(other.scenario_id) != int(sc.scenario_id)
+    assert not np.array_equal(np.asarray(other.agents.x), np.asarray(sc.agents.x))
+
+
+def test_a_map_of_short_lanelets_gets_the_ego_alone(tmp_path):
+    short = LANELET.replace("<x>200</x>", "<x>2</x>")
+    record = _load(tmp_path, document("").replace(PROBLEM, "").replace(LANELET, short))
+    assert record.num_agents == 1 and record.scenario.log is None
 
 
 def _load(tmp_path, text: str, name: str = "ok.xml"):
@@ -230,6 +265,7 @@ def _load(tmp_path, text: str, name: str = "ok.xml"):
 def test_a_map_without_dynamic_obstacles_is_the_ego_alone(tmp_path):
     record = _load(tmp_path, document(""))
     assert record.num_agents == 1 and float(record.scenario.agents.speed[0]) == 10.0
+    assert record.scenario.log is None and int(record.scenario.episode_length) == 80  # not 1 step
 
 
 def test_without_a_planning_problem_the_first_obstacle_is_the_ego(tmp_path):
