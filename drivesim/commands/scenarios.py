@@ -194,11 +194,9 @@ def _import(open_source, out: Path) -> None:
                 failed += 1
                 typer.echo(f"skipped: {err}", err=True)
                 continue
-            assert record.scenario.log is not None  # an imported scenario carries its log
-            typer.echo(
-                f"imported {record.name}: {record.num_agents} agents, "
-                f"{record.scenario.log.valid.shape[0]} log steps"
-            )
+            log = record.scenario.log  # None: no recorded trajectory (an empty or generated map)
+            steps = "no log" if log is None else f"{log.valid.shape[0]} log steps"
+            typer.echo(f"imported {record.name}: {record.num_agents} agents, {steps}")
     typer.echo(f"wrote {writer.count} scenarios to {out} ({failed} failed)")
     if failed:
         raise typer.Exit(1)

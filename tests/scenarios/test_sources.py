@@ -122,3 +122,22 @@ def test_cli_help_text():
         for sub in group.commands[name].commands.values():
             assert sub.help, sub.name
             assert all(p.help for p in sub.params if p.name != "help"), sub.name
+
+
+def test_cli_imports_a_map_alone_with_its_generated_traffic(tmp_path):
+    """A map without obstacles or planning problem goes into a store without a log and reads
+    back as the same scenario (scenarios.map_traffic)."""
+    from scenario_xml_cases import PROBLEM, document
+
+    from drivesim.scenarios.commonroad import load_commonroad
+
+    path = tmp_path / "map.xml"
+    path.write_text(document("").replace(PROBLEM, ""))
+    store = tmp_path / "map.parquet"
+    res = CliRunner().invoke(app, ["import", "commonroad", str(path), "--out", str(store)])
+    assert res.exit_code == 0, res.output
+    assert "agents, no log" in res.output
+    stored, direct = StoreSource(store).load(0).scenario, load_commonroad(path).scenario
+    assert stored.log is None and int(stored.episode_length) == 80
+    np.testing.assert_array_equal(stored.agents.x, direct.agents.x)
+    np.testing.assert_array_equal(stored.agents.speed, direct.agents.speed)
