@@ -196,7 +196,8 @@ def _import(open_source, out: Path) -> None:
                 continue
             log = record.scenario.log  # None: no recorded trajectory (an empty or generated map)
             steps = "no log" if log is None else f"{log.valid.shape[0]} log steps"
-            typer.echo(f"imported {record.name}: {record.num_agents} agents, {steps}")
+            note = f"; {record.note}" if record.note else ""
+            typer.echo(f"imported {record.name}: {record.num_agents} agents, {steps}{note}")
     typer.echo(f"wrote {writer.count} scenarios to {out} ({failed} failed)")
     if failed:
         raise typer.Exit(1)

@@ -109,7 +109,21 @@ def read_av2(path: str | Path, config: ImportConfig = REPLAY) -> tuple[ScenarioR
     lanelets, counts = _map(_json(map_file, config.max_bytes), origin, str(map_file))
     scenario, _ = build_scenario(tracks, lanelets, (None, []), AV2_DT_S, scenario_id_of(name), config)
     validate_scenario(scenario, where=f"{where}#{name}")
-    return ScenarioRecord(scenario=scenario, family="av2", source=where, name=name), Av2File(left_out, counts)
+    info = Av2File(left_out, counts)
+    record = ScenarioRecord(scenario=scenario, family="av2", source=where, name=name, note=_note(info))
+    return record, info
+
+
+def _note(info: Av2File) -> str:
+    """What the engine does not get: the tracks of static objects and the map's drivable
+    areas and pedestrian crossings (the lane segments make the road)."""
+    parts = [f"{n} {kind} tracks" for kind, n in sorted(info.left_out.items()) if n]
+    parts += [
+        f"{n} {kind.replace('_', ' ')}"
+        for kind, n in sorted(info.map_counts.items())
+        if kind != "lane_segments"
+    ]
+    return "left out: " + ", ".join(parts) if parts else ""
 
 
 def scenario_id_of(name: str) -> int:

@@ -257,10 +257,14 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
     tracks = [_obstacle_track(o, tag, rd, file_dt) for o in obstacles]
     tracks = ([ego] if ego is not None else []) + tracks  # without a problem: the first obstacle
     lanelets = lanes.parse_lanelets(root, rd)
+    note = (
+        "" if ego is not None or not tracks else "no planning problem: the first dynamic obstacle is the ego"
+    )
     if not tracks:  # a map alone: generated traffic on its lanelets
         tracks = _generated_tracks(lanelets, scenario_id_of(key), config)
         if not tracks:
             rd.fail(tag, "no dynamic obstacles, no planning problem and no lanelet (zero agents)")
+        note = f"no obstacles or planning problem: {len(tracks)} generated IDM vehicles, the first the ego"
     _check_log_length(tracks, file_dt, config.dt, rd)
     lights = commonroad_lights.parse_lights(root, rd, file_dt)
     goal = _goal(root, rd)
@@ -273,7 +277,7 @@ def load_commonroad(path: str | Path, config: ImportConfig = ImportConfig()) -> 
         scenario = replace(scenario, log=None, episode_length=steps)
     validate_scenario(scenario, where=f"{path}#{name}")
     shown = name if key == name else f"{name} ({path.name})"
-    return ScenarioRecord(scenario=scenario, family="commonroad", source=str(path), name=shown)
+    return ScenarioRecord(scenario=scenario, family="commonroad", source=str(path), name=shown, note=note)
 
 
 def recentred(tracks: list[Track], lanelets: list, goal, origin: np.ndarray):

@@ -12,13 +12,16 @@ class ScenarioRecord:
     """One unpadded host scenario (NumPy fields, N = its real agent count) and its origin.
 
     family: "highway", "merge", ..., or "commonroad"; source: "synthetic", a file path or a
-    store path; name: human-readable id (e.g. the CommonRoad benchmark id).
+    store path; name: human-readable id (e.g. the CommonRoad benchmark id); note: what the
+    import read but left out of the engine, or made up (e.g. "left out: 17 road edges"), ""
+    when nothing.
     """
 
     scenario: Scenario
     family: str
     source: str
     name: str
+    note: str = ""
 
     @property
     def scenario_id(self) -> int:

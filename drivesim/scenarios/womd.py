@@ -106,8 +106,27 @@ def read_womd(path: str | Path, config: ImportConfig = REPLAY) -> tuple[Scenario
     for road in roads:
         kind = str(road.get("type")) if isinstance(road, dict) else "?"
         counts[kind] = counts.get(kind, 0) + 1
-    record = ScenarioRecord(scenario=scenario, family="womd", source=where, name=name)
-    return record, WomdFile(len(objects), len(tracks) - len(kept), counts)
+    info = WomdFile(len(objects), len(tracks) - len(kept), counts)
+    signals = len(doc.get("tl_states") or {})
+    record = ScenarioRecord(
+        scenario=scenario, family="womd", source=where, name=name, note=_note(info, signals)
+    )
+    return record, info
+
+
+def _note(info: WomdFile, signal_lanes: int) -> str:
+    """What the engine does not get: objects valid at no step, every map element but the
+    lanes, and the signal states."""
+    parts = [
+        f"{n} {kind.replace('_', ' ')}{'s' if n != 1 else ''}"
+        for kind, n in sorted(info.map_counts.items())
+        if kind != "lane"
+    ]
+    if info.left_out:
+        parts.insert(0, f"{info.left_out} objects valid at no step")
+    if signal_lanes:
+        parts.append(f"signal states of {signal_lanes} lanes")
+    return "left out: " + ", ".join(parts) if parts else ""
 
 
 def _parse(data: bytes, where: str) -> dict:

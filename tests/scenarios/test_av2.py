@@ -50,6 +50,10 @@ def test_real_scenario_reads_every_track(scenario_file):
         json.loads(map_path(scenario_file).read_text())["lane_segments"]
     )
     assert record.family == "av2" and record.name == table.column("scenario_id")[0].as_py()
+    assert record.note == "left out: " + ", ".join(  # what the engine does not get
+        [f"{n} {k} tracks" for k, n in sorted(info.left_out.items())]
+        + ["2 drivable areas", f"{info.map_counts['pedestrian_crossings']} pedestrian crossings"]
+    )
 
 
 def test_a_campaign_replays_the_scenario(scenario_file, tmp_path):

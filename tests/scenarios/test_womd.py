@@ -45,6 +45,8 @@ def test_real_file_reads_every_object_with_its_kind_and_box(womd_dir, name):
     np.testing.assert_allclose(logged[ok], want[ok], atol=2e-6)
     assert np.all(np.asarray(sc.road.widths)[: lanes // 2] > 0)
     assert record.family == "womd" and record.name == raw["scenario_id"]
+    edges = info.map_counts["road_edge"]  # the note names what the engine does not get
+    assert record.note.startswith("left out: ") and f"{edges} road edges" in record.note
 
 
 def test_a_campaign_replays_the_recorded_traffic(womd_dir, tmp_path):
