@@ -173,6 +173,7 @@ def header_fields(data: CampaignData) -> dict[str, str]:
     program = json.loads(meta["program"]) if meta.get("program") else {}
     return {
         "policy": _policy(meta),
+        "model options": _model_options(meta),
         "trained": policy_provenance.describe_meta(meta),
         "directory": str(data.root.resolve()),
         "machine": meta.get("machine") or rec.get("machine", ""),
@@ -188,6 +189,17 @@ def header_fields(data: CampaignData) -> dict[str, str]:
         "finished": _date(meta.get("finished_at")),
         "generated": _date(dt.datetime.now(dt.UTC).timestamp()),
     }
+
+
+def _model_options(meta: dict[str, str]) -> str:
+    """The campaign's model switches that are on (from the ledger's ``identity``), "" for none."""
+    identity = policy_provenance.meta_json(meta, "identity", dict)
+    options = [
+        "ballistic position update" if identity.get("position_update") == "ballistic" else "",
+        "MOBIL lane changes" if identity.get("lane_changes") else "",
+        "occlusion" if identity.get("occlusion") else "",
+    ]
+    return ", ".join(o for o in options if o)
 
 
 def _policy(meta: dict[str, str]) -> str:

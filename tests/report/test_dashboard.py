@@ -155,3 +155,18 @@ def test_no_realism_section_without_a_log(tmp_path):
     from drivesim.report.outcomes import Outcomes
 
     assert realism_section(CampaignData(root=tmp_path, outcomes=Outcomes(total=3, ok=3))) is None
+
+
+def test_header_names_the_model_options_that_are_on(tmp_path):
+    import json
+
+    from drivesim.report.dashboard import header_fields
+    from drivesim.report.data import CampaignData
+
+    identity = {"policy": "idm", "position_update": "ballistic", "occlusion": True, "lane_changes": False}
+    fields = header_fields(CampaignData(root=tmp_path, meta={"identity": json.dumps(identity)}))
+    assert fields["model options"] == "ballistic position update, occlusion"
+    assert (
+        header_fields(CampaignData(root=tmp_path, meta={"identity": '{"policy": "idm"}'}))["model options"]
+        == ""
+    )

@@ -1,0 +1,141 @@
+"""Engine rate on the real datasets in ../shared/data against the synthetic highway W32.
+
+    .venv/bin/python benchmarks/real_data_rate.py --rounds 3   # W32 batch of 256, the rest as many agent-steps
+    .venv/bin/python benchmarks/real_data_rate.py --quick      # 1 round, small batches (smoke test)
+
+Every file of each dataset (WOMD GPUDrive JSON, Argoverse 2, CommonRoad) is imported as a
+campaign imports it (recorded traffic replaying its log, and ``--mode idm``: IDM traffic from
+the recorded start), its scenarios repeated to a batch of about the W32 batch's real
+agent-steps, padded to one bucket and simulated with ``drivesim.simulate`` (IDM ego, 80 steps
+or the log's length) on one device. The rate counts real agent-steps (each scenario's agents
+times its simulated steps; padding slots are not counted). Each round times one call of every
+workload, in alternating order; the first call (compile included) is reported apart. Prints
+a JSON line per workload (median and range of agent-steps/s) and its ratio to W32 (median
+of the per-round ratios, with their range).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+STEPS = 80
+
+
+def _records(dataset: str, replay: bool) -> list:
+    from drivesim.scenarios.av2 import load_av2
+    from drivesim.scenarios.commonroad import ImportConfig, load_commonroad
+    from drivesim.scenarios.womd import load_womd
+
+    config = ImportConfig(replay=replay)
+    if dataset == "womd":
+        return [load_womd(p, config) for p in sorted((DATA / "womd").glob("*.json"))]
+    if dataset == "av2":
+        return [load_av2(p, config) for p in sorted((DATA / "av2").glob("scenario_*.parquet"))]
+    return [load_commonroad(p, config) for p in sorted((DATA / "commonroad").glob("*.xml"))]
+
+
+def _bucket(records):
+    from drivesim.scenarios.batching import BucketKey, bucket_key
+
+    keys = [bucket_key(r.scenario) for r in records]
+    logs = [k.log_steps for k in keys if k.log_steps is not None]
+    return BucketKey(
+        agents=max(k.agents for k in keys),
+        lanes=max(k.lanes for k in keys),
+        points=max(k.points for k in keys),
+        log_steps=max(logs) if logs else None,
+    )
+
+
+def _workloads(target_agent_steps: int, w32_scenarios: int, modes: list[str]) -> dict:
+    """name -> (host batch, real agent-steps of one call's scenarios before the run)."""
+    from drivesim.bench.workloads import Workload, make_batch
+    from drivesim.scenarios.batching import stack_bucket
+
+    out = {"W32": (make_batch(Workload(scenarios=w32_scenarios, agents=32, steps=STEPS)), None)}
+    for dataset in ("womd", "av2", "commonroad"):
+        for mode in modes:
+            records = _records(dataset, replay=mode == "replay")
+            per_round = sum(r.num_agents * STEPS for r in records)
+            copies = max(1, round(target_agent_steps / per_round))
+            tiled = [r for _ in range(copies) for r in records]
+            out[f"{dataset}-{mode}"] = (stack_bucket(tiled, _bucket(records)), None)
+    return out
+
+
+def _agent_steps(batch, metrics) -> int:
+    """Real agent-steps a call simulated: each scenario's valid agents x its steps."""
+    import numpy as np
+
+    agents = np.asarray(batch.agents.valid).sum(axis=-1)
+    return int((agents * np.asarray(metrics.steps)).sum())
+
+
+def _timed(run):
+    import jax
+
+    start = time.perf_counter()
+    out = jax.block_until_ready(run())
+    return time.perf_counter() - start, out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 round, W32 batch of 64")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--w32-scenarios", type=int, default=256)
+    parser.add_argument("--mode", choices=("replay", "idm", "both"), default="both")
+    args = parser.parse_args(argv)
+    rounds, w32 = (1, 64) if args.quick else (args.rounds, args.w32_scenarios)
+    modes = ["replay", "idm"] if args.mode == "both" else [args.mode]
+    import jax
+
+    from drivesim.core.policies import idm_policy
+    from drivesim.core.rollout import simulate
+    from drivesim.core.types import SimConfig
+
+    config = SimConfig(num_steps=STEPS)
+    workloads = _workloads(w32 * 32 * STEPS, w32, modes)
+    placed = {name: jax.device_put(batch) for name, (batch, _) in workloads.items()}
+    runs = {name: (lambda b=b: simulate(b, idm_policy(), config)) for name, b in placed.items()}
+    first, work = {}, {}
+    for name, run in runs.items():
+        first[name], metrics = _timed(run)
+        work[name] = _agent_steps(workloads[name][0], jax.device_get(metrics))
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(rounds):
+        for name in list(runs)[:: 1 if r % 2 == 0 else -1]:
+            seconds, _ = _timed(runs[name])
+            rates[name].append(work[name] / seconds)
+    base = rates["W32"]
+    for name, values in rates.items():
+        ratios = [v / b for v, b in zip(values, base, strict=True)]
+        batch = workloads[name][0]
+        print(
+            json.dumps(
+                dict(
+                    workload=name,
+                    scenarios=int(batch.agents.valid.shape[0]),
+                    agent_slots=int(batch.agents.valid.shape[-1]),
+                    lanes=int(batch.road.widths.shape[-1]),
+                    points=int(batch.road.centers.shape[-2]),
+                    agent_steps=work[name],
+                    first_call_s=round(first[name], 2),
+                    agent_steps_per_s=round(statistics.median(values)),
+                    range=[round(min(values)), round(max(values))],
+                    vs_w32=round(statistics.median(ratios), 3),
+                    vs_w32_range=[round(min(ratios), 3), round(max(ratios), 3)],
+                )
+            ),
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
