@@ -1,6 +1,6 @@
 """Engine rate on the real datasets in ../shared/data against the synthetic highway W32.
 
-    .venv/bin/python benchmarks/real_data_rate.py --rounds 3   # W32 batch of 256, the rest as many agent-steps
+    .venv/bin/python benchmarks/real_data_rate.py --rounds 3   # W32: 256 scenarios; the others as much work
     .venv/bin/python benchmarks/real_data_rate.py --quick      # 1 round, small batches (smoke test)
 
 Every file of each dataset (WOMD GPUDrive JSON, Argoverse 2, CommonRoad) is imported as a
