@@ -72,16 +72,19 @@ class MetricsState:
     agents_collided: Array
     agents_offroad: Array
     red_light_violation: Array
-    # one () array per LOG_HORIZONS_S: distance to the log summed over the steps up to the
-    # horizon, their count, and the mean distance at the horizon's step (NaN: not reached)
+    # one () array per LOG_HORIZONS_S (none for a scenario without a log): distance to the
+    # log summed over the steps up to the horizon, their count, and the mean distance at the
+    # horizon's step (NaN: not reached)
     horizon_sum: tuple[Array, ...]
     horizon_count: tuple[Array, ...]
     horizon_final: tuple[Array, ...]
 
 
-def init_metrics() -> MetricsState:
-    """Metrics before the first step."""
+def init_metrics(logged: bool = True) -> MetricsState:
+    """Metrics before the first step; ``logged``: the scenario has a log (else the program
+    carries no displacement horizons)."""
     f32 = jnp.float32
+    horizons = LOG_HORIZONS_S if logged else ()
     return MetricsState(
         ego_collided=jnp.zeros((), bool),
         collision_step=jnp.full((), -1, jnp.int32),
@@ -101,9 +104,9 @@ def init_metrics() -> MetricsState:
         agents_collided=jnp.zeros((), jnp.int32),
         agents_offroad=jnp.zeros((), jnp.int32),
         red_light_violation=jnp.zeros((), bool),
-        horizon_sum=tuple(jnp.zeros((), f32) for _ in LOG_HORIZONS_S),
-        horizon_count=tuple(jnp.zeros((), f32) for _ in LOG_HORIZONS_S),
-        horizon_final=tuple(jnp.full((), jnp.nan, f32) for _ in LOG_HORIZONS_S),
+        horizon_sum=tuple(jnp.zeros((), f32) for _ in horizons),
+        horizon_count=tuple(jnp.zeros((), f32) for _ in horizons),
+        horizon_final=tuple(jnp.full((), jnp.nan, f32) for _ in horizons),
     )
 
 
@@ -117,6 +120,7 @@ def update_metrics(m: MetricsState, info: StepInfo, t: Array, horizons: tuple[in
     logged = on & (info.div_count > 0)
     step_mean = info.div_sum / jnp.maximum(info.div_count, 1.0)
     final = jnp.where(info.div_count > 0, step_mean, m.div_final)
+    horizons = horizons[: len(m.horizon_sum)]  # none without a log
     within = [on & (t + 1 <= h) for h in horizons]
     at = [logged & (t + 1 == h) for h in horizons]
     return MetricsState(
@@ -155,11 +159,15 @@ def finalize_metrics(m: MetricsState, has_log: bool, by_kind: dict[str, Array]) 
     ``by_kind``: the per-type fields (drivesim.core.road_users.kind_metrics)."""
     nan = jnp.full((), jnp.nan, jnp.float32)
     mean = jnp.where(m.div_count > 0, m.div_sum / jnp.maximum(m.div_count, 1.0), nan)
-    fde = [f if has_log else nan for f in m.horizon_final]
-    ade = [
-        jnp.where(jnp.isnan(f), nan, s / jnp.maximum(c, 1.0))
-        for f, s, c in zip(fde, m.horizon_sum, m.horizon_count, strict=True)
-    ]
+    fde = list(m.horizon_final) if has_log else [nan for _ in LOG_HORIZONS_S]
+    ade = (
+        [
+            jnp.where(jnp.isnan(f), nan, s / jnp.maximum(c, 1.0))
+            for f, s, c in zip(fde, m.horizon_sum, m.horizon_count, strict=True)
+        ]
+        if has_log
+        else fde
+    )
     return RolloutMetrics(
         ego_collided=m.ego_collided,
         collision_step=m.collision_step,

@@ -150,7 +150,7 @@ def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
         cross_sep=cross_sep,
         crossings=crossings,
         drivable=drivable(scenario.road),
-        metrics=replace(init_metrics(), overflow=~certified),
+        metrics=replace(init_metrics(scenario.log is not None), overflow=~certified),
     )
 
 
