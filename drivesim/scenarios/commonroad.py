@@ -37,6 +37,7 @@ from drivesim.core.types import (
 from drivesim.core.validate import MAX_AGENTS, ScenarioError, validate_scenario
 from drivesim.scenarios import commonroad_lights, geometry, lanes, map_traffic
 from drivesim.scenarios.input_files import read_input
+from drivesim.scenarios.log_grid import fill_gaps, resample_log, track_grid
 from drivesim.scenarios.record import ScenarioRecord
 
 OLD_LAYOUT = ("2017a", "2018a", "2018b")
@@ -422,59 +423,14 @@ def _goal(root: Element, rd: _Reader) -> tuple[np.ndarray | None, list[str]]:
     return rd.position(pos, "planningProblem/goalState/position"), []
 
 
-def _grid(tracks: list[Track]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Stack tracks on a common time grid: xy (Tf, N, 2), heading, speed, valid (Tf, N)."""
-    steps = max(len(t.valid) for t in tracks)
-    n = len(tracks)
-    xy, heading = np.zeros((steps, n, 2)), np.zeros((steps, n))
-    speed, valid = np.zeros((steps, n)), np.zeros((steps, n), bool)
-    for i, t in enumerate(tracks):
-        k = len(t.valid)
-        xy[:k, i], heading[:k, i], speed[:k, i], valid[:k, i] = t.xy, t.heading, t.speed, t.valid
-    return xy, heading, speed, valid
-
-
-def resample_log(xy, heading, speed, valid, file_dt: float, dt: float):
-    """Resample (Tf, N[, 2]) log arrays from ``file_dt`` to ``dt`` by linear interpolation
-    (headings along the shorter arc); a resampled step is valid when its bracketing
-    recorded steps are. Exact copy when the steps agree."""
-    tf = valid.shape[0]
-    if abs(file_dt - dt) < 1e-9:
-        return xy, heading, speed, valid
-    steps = int(np.floor((tf - 1) * file_dt / dt + 1e-6)) + 1
-    u = np.arange(steps) * dt / file_dt
-    i0 = np.clip(np.floor(u + 1e-6).astype(int), 0, tf - 1)
-    frac = u - i0
-    frac[np.abs(frac) < 1e-6] = 0.0
-    i1 = np.minimum(i0 + 1, tf - 1)
-    w = frac[:, None]
-    out_valid = valid[i0] & ((frac[:, None] == 0) | valid[i1])
-    out_xy = xy[i0] + w[..., None] * (xy[i1] - xy[i0])
-    out_heading = heading[i0] + w * geometry.wrap_angle(heading[i1] - heading[i0])
-    out_speed = speed[i0] + w * (speed[i1] - speed[i0])
-    return out_xy, out_heading, out_speed, out_valid
-
-
-def _fill_gaps(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Replace invalid steps (T, N[, ...]) by the nearest earlier (else later) valid value."""
-    out = values.copy()
-    for i in range(valid.shape[1]):
-        idx = np.flatnonzero(valid[:, i])
-        if idx.size == 0:
-            continue
-        pick = np.clip(np.searchsorted(idx, np.arange(valid.shape[0]), side="right") - 1, 0, idx.size - 1)
-        out[:, i] = values[idx[pick], i]
-    return out
-
-
 def build_scenario(
     tracks, lanelets, goal, file_dt, scenario_id, config: ImportConfig
 ) -> tuple[Scenario, list]:
     """The Scenario (without signals) of recorded ``tracks`` (the ego first) on ``lanelets``
     (lanes.Lanelet), and each agent's traffic-light lanes.Stop (or None). goal: (point or
     None, goal lanelet ids); file_dt: the tracks' time step [s]."""
-    xy, heading, speed, valid = resample_log(*_grid(tracks), file_dt, config.dt)
-    xy, heading, speed = (_fill_gaps(v, valid) for v in (xy, heading, speed))
+    xy, heading, speed, valid = resample_log(*track_grid(tracks), file_dt, config.dt)
+    xy, heading, speed = (fill_gaps(v, valid) for v in (xy, heading, speed))
     n = len(tracks)
     hints = [xy[valid[:, i], i] for i in range(n)]
     if goal[0] is not None:

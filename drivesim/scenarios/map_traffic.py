@@ -51,24 +51,24 @@ def place_traffic(lanelets: list, scenario_id: int, config: MapTrafficConfig) ->
     """Initial states of the generated agents on ``lanelets`` (scenarios.lanes.Lanelet), the
     ego first; empty only without lanelets."""
     rng = np.random.default_rng([scenario_id, 0x4D4150])  # "MAP": this module's stream
-    usable = [(float(geometry.arc_lengths(lane.center)[-1]), k) for k, lane in enumerate(lanelets)]
-    usable = [(length, k) for length, k in usable if length >= config.min_lanelet_m]
-    order = sorted(usable, key=lambda item: (-item[0], item[1]))  # longest first: its first agent is the ego
+    lengths = [float(geometry.arc_lengths(lane.center)[-1]) for lane in lanelets]
+    order = sorted(range(len(lanelets)), key=lambda k: (-lengths[k], k))  # longest first: the ego's
     placed: list[Placement] = []
-    for length, k in order:
-        lane = lanelets[k]
-        limit = lane.speed_limit if lane.speed_limit > 0 else DEFAULT_LIMIT_MPS
+    for k in (k for k in order if lengths[k] >= config.min_lanelet_m):
         s = 0.5 * config.length_m + rng.uniform(0.0, config.gap_m[0] / 2)
-        while s <= length - 0.5 * config.length_m and len(placed) < config.max_agents:
-            xy, heading = geometry.point_along(lane.center, np.array([s]))
-            if all(np.hypot(*(xy[0] - p.xy)) >= config.min_separation_m for p in placed):
-                speed = limit * rng.uniform(*config.speed_fraction)
-                placed.append(Placement(xy=xy[0], heading=float(heading[0]), speed=float(speed)))
+        while s <= lengths[k] - 0.5 * config.length_m and len(placed) < config.max_agents:
+            here = _at(lanelets[k], s, 0.0)
+            if all(np.hypot(*(here.xy - p.xy)) >= config.min_separation_m for p in placed):
+                placed.append(_at(lanelets[k], s, rng.uniform(*config.speed_fraction)))
             s += rng.uniform(*config.gap_m)
     if not placed and lanelets:  # only short lanelets: the ego alone, midway along the longest
-        length, k = max((float(geometry.arc_lengths(lane.center)[-1]), -k) for k, lane in enumerate(lanelets))
-        lane = lanelets[-k]
-        xy, heading = geometry.point_along(lane.center, np.array([0.5 * length]))
-        limit = lane.speed_limit if lane.speed_limit > 0 else DEFAULT_LIMIT_MPS
-        placed.append(Placement(xy=xy[0], heading=float(heading[0]), speed=limit * config.speed_fraction[0]))
+        placed.append(_at(lanelets[order[0]], 0.5 * lengths[order[0]], config.speed_fraction[0]))
     return placed
+
+
+def _at(lane, s: float, speed_fraction: float) -> Placement:
+    """An agent at arc length ``s`` of ``lane``'s centre line, heading along it, at
+    ``speed_fraction`` of its speed limit (DEFAULT_LIMIT_MPS where it gives none)."""
+    xy, heading = geometry.point_along(lane.center, np.array([s]))
+    limit = lane.speed_limit if lane.speed_limit > 0 else DEFAULT_LIMIT_MPS
+    return Placement(xy=xy[0], heading=float(heading[0]), speed=float(limit * speed_fraction))

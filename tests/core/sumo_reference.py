@@ -48,6 +48,17 @@ class IDM:
 
 
 @dataclass(frozen=True)
+class Vehicles:
+    """What every vehicle of the platoon shares: IDM parameters, box length [m], the step
+    dt [s] and SUMO's emergencyDecel [m/s^2] (the strongest braking; drivesim's min_accel)."""
+
+    idm: IDM = IDM()
+    length: float = 4.5
+    dt: float = 0.1
+    emergency_decel: float = 9.0
+
+
+@dataclass(frozen=True)
 class PlatoonRun:
     """One run: time (S+1,) [s]; pos, speed (S+1, N) float64 front-bumper lane position [m]
     and speed [m/s], index k at time k dt, vehicle 0 the leader."""
@@ -78,12 +89,10 @@ def _write_inputs(
     work: Path,
     front: np.ndarray,
     speed0: np.ndarray,
-    idm: IDM,
-    length: float,
-    emergency_decel: float,
-    dt: float,
+    vehicles: Vehicles,
 ) -> tuple[Path, Path]:
     """The network (one lane, speed limit v0, built by netconvert) and the routes file."""
+    idm, length, emergency_decel, dt = vehicles.idm, vehicles.length, vehicles.emergency_decel, vehicles.dt
     (work / "road.nod.xml").write_text(
         f'<nodes>\n  <node id="A" x="0" y="0"/>\n  <node id="B" x="{_f(ROAD_LENGTH)}" y="0"/>\n</nodes>\n'
     )
@@ -127,25 +136,18 @@ def _write_inputs(
 
 
 def run_platoon(
-    front,
-    speed0,
-    leader_speed,
-    *,
-    idm: IDM = IDM(),
-    length: float = 4.5,
-    dt: float = 0.1,
-    ballistic: bool = True,
-    emergency_decel: float = 9.0,
+    front, speed0, leader_speed, vehicles: Vehicles = Vehicles(), ballistic: bool = True
 ) -> PlatoonRun:
-    """Run the platoon in SUMO for len(leader_speed) - 1 steps of ``dt``.
+    """Run the platoon in SUMO for len(leader_speed) - 1 steps of ``vehicles.dt``.
 
     front, speed0: (N,) initial front-bumper lane positions [m] (descending: vehicle 0 ahead)
     and speeds [m/s]; leader_speed: (S+1,) the leader's speed at each step, leader_speed[0] =
     speed0[0]; ballistic: ``--step-method.ballistic`` (else SUMO's default semi-implicit
-    Euler, x += v_new dt). All vehicles share the IDM parameters and ``length``.
+    Euler, x += v_new dt).
     """
     import traci
 
+    idm, dt = vehicles.idm, vehicles.dt
     front = np.asarray(front, np.float64)
     speed0 = np.asarray(speed0, np.float64)
     leader_speed = np.asarray(leader_speed, np.float64)
@@ -157,7 +159,7 @@ def run_platoon(
     speed = np.empty((steps + 1, n))
     time = np.empty(steps + 1)
     with tempfile.TemporaryDirectory(prefix="sumo_platoon_") as tmp:
-        net, routes = _write_inputs(Path(tmp), front, speed0, idm, length, emergency_decel, dt)
+        net, routes = _write_inputs(Path(tmp), front, speed0, vehicles)
         cmd = [
             binary("sumo"),
             "--net-file", str(net),
@@ -208,16 +210,7 @@ def run_platoon(
 
 
 def idm_platoon(
-    front0,
-    speed0,
-    leader_pos,
-    leader_speed,
-    *,
-    idm: IDM = IDM(),
-    length: float = 4.5,
-    dt: float = 0.1,
-    update: str = "ballistic",
-    emergency_decel: float = 9.0,
+    front0, speed0, leader_pos, leader_speed, vehicles: Vehicles = Vehicles(), update: str = "ballistic"
 ) -> tuple[np.ndarray, np.ndarray]:
     """The followers of :func:`run_platoon` in float64, as SUMO computes them.
 
@@ -234,6 +227,7 @@ def idm_platoon(
     """
     if update not in ("ballistic", "semi_implicit", "euler"):
         raise ValueError(f"idm_platoon: unknown update {update!r}")
+    idm, length, dt = vehicles.idm, vehicles.length, vehicles.dt
     leader_pos = np.asarray(leader_pos, np.float64)
     leader_speed = np.asarray(leader_speed, np.float64)
     steps, n = len(leader_speed) - 1, len(front0)
@@ -248,7 +242,7 @@ def idm_platoon(
             gap = max(NUMERICAL_EPS, pos[k, i - 1] - length - pos[k, i])
             s_star = max(0.0, v * idm.T + v * (v - lead_v) / two_sqrt_ab) + idm.s0
             acc = idm.a * (1.0 - (v / idm.v0) ** idm.delta - (s_star * s_star) / (gap * gap))
-            v_new = max(0.0, v + acc * dt, v - emergency_decel * dt)
+            v_new = max(0.0, v + acc * dt, v - vehicles.emergency_decel * dt)
             travel = {"ballistic": 0.5 * (v + v_new), "semi_implicit": v_new, "euler": v}[update]
             speed[k + 1, i], pos[k + 1, i] = v_new, pos[k, i] + travel * dt
     return pos, speed

@@ -19,13 +19,14 @@ from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import IDM_DEFAULTS, LogTrajectory, SimConfig, replace
 
 from . import builders
-from .sumo_reference import IDM, idm_platoon, run_platoon
+from .sumo_reference import IDM, Vehicles, idm_platoon, run_platoon
 
 DT = 0.1
 STEPS = 200  # 20 s
 LENGTH = 4.5
 FRONT = np.array([160.0, 125.0, 92.0, 60.0, 24.0])  # front bumpers [m], leader first
 SPEED0 = np.array([20.0, 20.0, 19.0, 21.0, 20.5])
+VEHICLES = Vehicles(length=LENGTH, dt=DT)
 TOL_V = 1e-3  # [m/s] float32 rounding over 200 steps
 
 
@@ -91,8 +92,8 @@ def runs():
     same leader speeds, other positions; the same compiled Euler rollout)."""
     assert IDM() == IDM(**IDM_DEFAULTS), "the SUMO vType must carry drivesim's IDM defaults"
     profile = leader_profile()
-    sumo = run_platoon(FRONT, SPEED0, profile, length=LENGTH, dt=DT, ballistic=True)
-    sumo_euler = run_platoon(FRONT, SPEED0, profile, length=LENGTH, dt=DT, ballistic=False)
+    sumo = run_platoon(FRONT, SPEED0, profile, VEHICLES, ballistic=True)
+    sumo_euler = run_platoon(FRONT, SPEED0, profile, VEHICLES, ballistic=False)
     return dict(
         sumo=sumo,
         sumo_euler=sumo_euler,
@@ -116,9 +117,7 @@ def test_harness_reproduces_sumo_in_float64(runs):
     timing and the parameters all arrived as meant) for both of SUMO's updates."""
     for name, update in (("sumo", "ballistic"), ("sumo_euler", "semi_implicit")):
         run = runs[name]
-        pos, speed = idm_platoon(
-            FRONT, SPEED0, run.pos[:, 0], run.speed[:, 0], length=LENGTH, dt=DT, update=update
-        )
+        pos, speed = idm_platoon(FRONT, SPEED0, run.pos[:, 0], run.speed[:, 0], VEHICLES, update=update)
         np.testing.assert_allclose(speed, run.speed, rtol=0, atol=1e-9, err_msg=name)
         np.testing.assert_allclose(pos, run.pos, rtol=0, atol=1e-9, err_msg=name)
     sumo = runs["sumo"]
