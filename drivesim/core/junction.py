@@ -131,9 +131,9 @@ def leaders_among(a, proj, z: Array) -> tuple[Array, Array, Array, Array]:
     :func:`member_rows`): distance along its tangent (+inf none), the member's sorted slot
     (-1 none), speed and length; each (N,). Every agent against every member, one member at
     a time (elementwise over the agents, as the window search; the same rule and the first
-    of equally near candidates)."""
+    of equally near candidates); the chosen member's values read by one gather."""
     n, capacity = a.x.shape[0], z.shape[0]
-    zx, zy, zl, zv, z_slot = z[:, 0], z[:, 1], z[:, 2], z[:, 6], z[:, -3]
+    zx, zy, z_slot = z[:, 0], z[:, 1], z[:, -3]
     member = z_slot >= 0.0
     slot = jnp.arange(n, dtype=jnp.float32)
     best_ds = jnp.full(n, jnp.inf, jnp.float32)
@@ -148,19 +148,14 @@ def leaders_among(a, proj, z: Array) -> tuple[Array, Array, Array, Array]:
         best_ds = jnp.where(cand, ds, best_ds)
         best = jnp.where(cand, k, best)
     best = materialize(best)  # one search, read by every taken value
-
-    def take(values):
-        out = jnp.zeros(n, jnp.float32)
-        for k in range(capacity):
-            out = jnp.where(best == k, values[k], out)
-        return out
-
-    lead = jnp.where(best >= 0, take(z_slot).astype(jnp.int32), -1)
+    found, at = best >= 0, jnp.maximum(best, 0)
+    chosen = z[at]  # (N, F): the chosen member's row
+    lead = jnp.where(found, chosen[:, -3].astype(jnp.int32), -1)
     # the chosen member's distance again from its stored index: the readers of the loop's
     # best_ds would each run the whole loop once more
-    rx, ry = take(zx) - a.x, take(zy) - a.y
-    best_ds = jnp.where(best >= 0, rx * proj.tx + ry * proj.ty, jnp.inf)
-    return best_ds, lead, take(zv), take(zl)
+    rx, ry = chosen[:, 0] - a.x, chosen[:, 1] - a.y
+    best_ds = jnp.where(found, rx * proj.tx + ry * proj.ty, jnp.inf)
+    return best_ds, lead, jnp.where(found, chosen[:, 6], 0.0), jnp.where(found, chosen[:, 2], 0.0)
 
 
 def search(a, proj, geo: Crossings, radius: Array, window: int, capacity: int) -> ZoneSearch:
