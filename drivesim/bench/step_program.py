@@ -76,10 +76,10 @@ def _count(name: str, comps: dict[str, list[str]]) -> StepCounts:
     return StepCounts(fusions, conditionals)
 
 
-def step_counts(hlo_text: str, loop_function: str = "rollout") -> StepCounts:
+def step_counts(hlo_text: str, loop_functions: tuple[str, ...] = ("rollout", "rollouts")) -> StepCounts:
     """StepCounts of the time loop in a compiled module's text (``compiled.as_text()``):
-    the body of the ``while`` whose source frame is the function ``loop_function``
-    (core.rollout.rollout's scan); the largest such body if there are several."""
+    the body of the ``while`` whose source frame is one of ``loop_functions`` (the scans of
+    core.rollout.rollout and core.rollout.rollouts); the largest such body if there are several."""
     comps = computations(hlo_text)
     frames = _frame_functions(hlo_text)
     best = StepCounts(0, 0)
@@ -90,7 +90,7 @@ def step_counts(hlo_text: str, loop_function: str = "rollout") -> StepCounts:
             frame = re.search(r"stack_frame_id=(\d+)", line)
             body = re.search(r"body=%?([\w.\-]+)", line)
             function = frames.get(int(frame.group(1)), "") if frame else ""
-            if body and function.rsplit(".", 1)[-1] == loop_function:
+            if body and function.rsplit(".", 1)[-1] in loop_functions:
                 counts = _count(body.group(1), comps)
                 best = max(best, counts)
     return best

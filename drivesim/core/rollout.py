@@ -426,13 +426,38 @@ def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_ed
             )
         return state, None
 
-    start = reset(scenario, config, zone_on)
-    missing = switches.unsearched(start.crossings, start.agents.bent, zone_on)
-    if missing is not None:
-        start = replace(start, metrics=replace(start.metrics, overflow=start.metrics.overflow | missing))
+    steps = jnp.arange(config.num_steps, dtype=jnp.int32)
+    state, _ = jax.lax.scan(body, start_state(scenario, config, zone_on), steps)
+    return finalize(state, scenario)
+
+
+def rollouts(scenarios: Scenario, policy, config: SimConfig, zone_on=None) -> RolloutMetrics:
+    """:func:`rollout` of each scenario of ``scenarios`` (leading axis b), the same values,
+    written as one scan over the batch's state whose step is a vmap: JAX traces the step once
+    under vmap, where a vmap of the scan traces it and then batches the traced body again,
+    twice when some carry becomes batched after the first step."""
+
+    def body(state, step_index):
+        def one(st, scenario):
+            with stores_by_branch(step_index):
+                return advance(st, scenario, config, policy, step_index=step_index, zone_on=zone_on)[0]
+
+        return jax.vmap(one)(state, scenarios), None
+
+    start = jax.vmap(lambda one: start_state(one, config, zone_on))(scenarios)
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
     state, _ = jax.lax.scan(body, start, steps)
-    return finalize(state, scenario)
+    return jax.vmap(finalize)(state, scenarios)
+
+
+def start_state(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
+    """:func:`reset`, with the scenario flagged for the exact fallback where it needs a
+    search the fixed switches ``zone_on`` leave out (core.switches.unsearched)."""
+    start = reset(scenario, config, zone_on)
+    missing = switches.unsearched(start.crossings, start.agents.bent, zone_on)
+    if missing is None:
+        return start
+    return replace(start, metrics=replace(start.metrics, overflow=start.metrics.overflow | missing))
 
 
 def finalize(state: SimState, scenario: Scenario) -> RolloutMetrics:
@@ -454,7 +479,7 @@ def fast_pass(
     blocks = cache_blocks(batch, scenarios.num_agents, devices, config.block_agents)
     fixed = searches is not None and config.neighbours != "all_pairs"
     zone_on = searches if fixed else neighbours.searches_on(scenarios, config)
-    return map_blocks(jax.vmap(lambda one: rollout(one, policy, config, zone_on)), scenarios, blocks)
+    return map_blocks(lambda block: rollouts(block, policy, config, zone_on), scenarios, blocks)
 
 
 def exact_rollouts(scenarios: Scenario, policy, config: SimConfig, full_edges) -> RolloutMetrics:

@@ -33,7 +33,7 @@ def test_counts_a_known_loop():
     counts = step_counts(text)
     assert counts.conditionals == 1
     assert counts.fusions >= 1
-    assert step_counts(text, loop_function="elsewhere") == (0, 0)
+    assert step_counts(text, loop_functions=("elsewhere",)) == (0, 0)
 
 
 # program -> (counter, baselines): the CPU's own fast pass and the one an accelerator builds
