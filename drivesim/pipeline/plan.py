@@ -31,7 +31,7 @@ from drivesim.scenarios.batching import (
     stack_bucket,
 )
 from drivesim.scenarios.record import ScenarioRecord
-from drivesim.scenarios.remainders import merge_partial
+from drivesim.scenarios.remainders import merge_partial, shared_keys
 from drivesim.scenarios.sources import ScenarioSource
 
 
@@ -52,25 +52,37 @@ class HostWork:
     load_s: float = 0.0
 
 
+# A campaign of at most this many positions (this process's), in one window, is planned
+# whole: its buckets are padded into the largest ones of their agent class that hold them
+# (remainders.shared_keys), one program where there were several. Compiling a program costs
+# seconds; padding a few thousand scenarios to larger lane and point classes costs a fraction
+# of one. Larger campaigns keep each bucket's own classes (their speed) and their pipeline.
+SHARE_BELOW = 4096
+
+
 @dataclass(frozen=True, kw_only=True)
 class PlanSettings:
     """What the loader needs: batch size, window length, padded batch length (a multiple of
-    the device count) and loader threads."""
+    the device count), loader threads, and the campaign length (positions of this process)
+    up to which buckets share programs (``share_below``, 0: never)."""
 
     batch_size: int
     window: int
     padded_batch: int
     loader_threads: int
+    share_below: int = SHARE_BELOW
 
 
 def plan_settings(batch_size: int, window_batches: int, devices: int, loader_threads: int) -> PlanSettings:
     """The one rule for a campaign's plan: windows of ``window_batches`` batches, every
-    batch padded to a whole number of rows per device."""
+    batch padded to a whole number of rows per device, the buckets of a campaign of one
+    window of up to :data:`SHARE_BELOW` positions sharing programs."""
     return PlanSettings(
         batch_size=batch_size,
         window=batch_size * window_batches,
         padded_batch=-(-batch_size // devices) * devices,
         loader_threads=loader_threads,
+        share_below=SHARE_BELOW,
     )
 
 
@@ -191,6 +203,8 @@ class _WindowPlan:
     failed: list = field(default_factory=list)
     planned: list[PlannedBatch] = field(default_factory=list)
     full_keys: set[BucketKey] = field(default_factory=set)  # buckets that filled a batch
+    held: list | None = None  # a window planned whole: (position, (record, key)) until its end
+    held_s: float = 0.0  # seconds waited for the held scenarios (the first batch's load_s)
 
 
 class Planner:
@@ -245,12 +259,20 @@ class Planner:
                 if plan is None or plan.window_id != run.window_id:
                     done = ledger.done_ids(run.window_id)
                     plan = _WindowPlan(run.window_id, run.window_stop, done, BucketGroups(run.batch_size))
+                    if self._planned_whole(run):
+                        plan.held = []
                 yield from self._add(ledger, plan, run.positions, loaded, spent)
                 if run.last:
                     yield from self._finish(ledger, plan)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             ledger.close()
+
+    def _planned_whole(self, run: LoadRun) -> bool:
+        """Whether ``run``'s window is this process's whole campaign, short enough to be
+        planned whole (its buckets sharing programs: PlanSettings.share_below)."""
+        whole = (run.window_id, run.window_stop) == (self.positions.start, self.positions.stop)
+        return whole and len(self.positions) <= self.settings.share_below
 
     def _runs(self, ledger: Ledger):
         """LoadRuns of every window in order (:meth:`walk`): a planned window's open batches,
@@ -301,23 +323,39 @@ class Planner:
         return work.batch_id, work
 
     def _add(self, ledger: Ledger, plan: _WindowPlan, positions, loaded, spent: float):
-        """Bucket a slice of loaded scenarios; emit each bucket that fills."""
+        """Bucket a slice of loaded scenarios; emit each bucket that fills (a window planned
+        whole holds them until its end, and the seconds waited for them)."""
+        if plan.held is not None:
+            plan.held_s, spent = plan.held_s + spent, 0.0
         for position, item in zip(positions, loaded, strict=True):
             if not _ok(item):
                 plan.failed.append((position, item))
-                continue
-            record, key = item
-            bucket = plan.buckets.add(key, (position, record))
-            if bucket is not None:
-                plan.full_keys.add(key)
-                work = self._emit(ledger, plan, key.agents, bucket, key)
-                if work is not None:
+            elif plan.held is not None:
+                plan.held.append((position, item))
+            else:
+                for work in self._bucket(ledger, plan, position, *item):
                     work.load_s, spent = work.load_s + spent, 0.0
                     yield work.batch_id, work
 
+    def _bucket(self, ledger: Ledger, plan: _WindowPlan, position: int, record, key: BucketKey):
+        """Add one scenario to its bucket; the HostWork of the bucket when that filled it."""
+        bucket = plan.buckets.add(key, (position, record))
+        if bucket is not None:
+            plan.full_keys.add(key)
+            work = self._emit(ledger, plan, key.agents, bucket, key)
+            if work is not None:
+                yield work
+
     def _finish(self, ledger: Ledger, plan: _WindowPlan):
         """Flush the window's partial buckets (those of buckets that filled no batch padded to
-        one shape: scenarios.remainders.merge_partial) and its failed scenarios; record the plan."""
+        one shape: scenarios.remainders.merge_partial) and its failed scenarios; record the plan.
+        A window planned whole buckets its held scenarios first, each under its shared key."""
+        if plan.held is not None:
+            shared = shared_keys({key for _, (_, key) in plan.held})
+            for position, (record, key) in plan.held:
+                for work in self._bucket(ledger, plan, position, record, shared[key]):
+                    work.load_s, plan.held_s = work.load_s + plan.held_s, 0.0
+                    yield work.batch_id, work
         rest = sorted(plan.buckets.drain(), key=lambda kv: kv[1][0][0])
         items = {position: item for _, bucket in rest for position, item in bucket}
         parts = merge_partial([(k, [p for p, _ in b]) for k, b in rest], plan.buckets.size, plan.full_keys)

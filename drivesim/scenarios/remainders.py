@@ -45,3 +45,23 @@ def merge_partial(
             positions = sorted(p for _, ps in rare for p in ps)
             merged += [(common, positions[i : i + size]) for i in range(0, len(positions), size)]
     return sorted(kept + merged, key=lambda kv: kv[1][0])
+
+
+def holds(host: BucketKey, key: BucketKey) -> bool:
+    """Whether scenarios of ``key`` share the program of ``host``: the same agent and log
+    classes (the classes that set a step's cost), lane and point classes at least as large."""
+    same = host.agents == key.agents and host.log_steps == key.log_steps
+    return same and host.lanes >= key.lanes and host.points >= key.points
+
+
+def shared_keys(keys: Collection[BucketKey]) -> dict[BucketKey, BucketKey]:
+    """Each of ``keys`` mapped to the key its scenarios are padded to so that a campaign
+    compiles as few programs as padding allows: the largest keys (those no other key holds)
+    keep their own, every other key goes to the smallest of them that holds it
+    (:func:`holds`). Highway (straight lanes, 2 points) and merge scenarios (4 points) of one
+    agent class run one program. Metrics do not depend on the padding class (see
+    :func:`merge_partial`); a shared row costs the compute of the larger lane and point classes."""
+    keys = set(keys)
+    largest = [k for k in keys if not any(h != k and holds(h, k) for h in keys)]
+    size = lambda k: (k.lanes * k.points, k.lanes, k.points)  # noqa: E731
+    return {k: k if k in largest else min((h for h in largest if holds(h, k)), key=size) for k in keys}
