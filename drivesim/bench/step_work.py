@@ -40,7 +40,7 @@ MOVED = frozenset(
     "reverse sort iota broadcast reshape reduce".split()
 )
 # op names of the first pass's time loop: jit(rollout_batch)/vmap()/while/body/...
-STEP_LOOP = re.compile(r"^jit\([^)]*\)/vmap\([^)]*\)/while/body")
+STEP_LOOP = re.compile(r"^jit\([^)]*\)/(?:vmap\([^)]*\)/)?while/body")  # the fast pass: a scan of vmaps
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = \w+\[([\d,]*)\][^ ]* ([\w\-]+)\(%?([\w.\-]*)")
 
 
