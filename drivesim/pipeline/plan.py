@@ -53,10 +53,10 @@ class HostWork:
 
 
 # A campaign of at most this many positions (this process's), in one window, is planned
-# whole: its buckets are padded into the largest ones of their agent class that hold them
+# whole: its buckets are padded to the largest classes of the buckets alike in having logs
 # (remainders.shared_keys), one program where there were several. Compiling a program costs
-# seconds; padding a few thousand scenarios to larger lane and point classes costs a fraction
-# of one. Larger campaigns keep each bucket's own classes (their speed) and their pipeline.
+# seconds; padding a few thousand scenarios to larger classes costs a fraction of one. Larger
+# campaigns keep each bucket's own classes (their speed) and their pipeline.
 SHARE_BELOW = 4096
 
 

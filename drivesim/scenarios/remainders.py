@@ -47,21 +47,15 @@ def merge_partial(
     return sorted(kept + merged, key=lambda kv: kv[1][0])
 
 
-def holds(host: BucketKey, key: BucketKey) -> bool:
-    """Whether scenarios of ``key`` share the program of ``host``: the same agent and log
-    classes (the classes that set a step's cost), lane and point classes at least as large."""
-    same = host.agents == key.agents and host.log_steps == key.log_steps
-    return same and host.lanes >= key.lanes and host.points >= key.points
-
-
 def shared_keys(keys: Collection[BucketKey]) -> dict[BucketKey, BucketKey]:
-    """Each of ``keys`` mapped to the key its scenarios are padded to so that a campaign
-    compiles as few programs as padding allows: the largest keys (those no other key holds)
-    keep their own, every other key goes to the smallest of them that holds it
-    (:func:`holds`). Highway (straight lanes, 2 points) and merge scenarios (4 points) of one
-    agent class run one program. Metrics do not depend on the padding class (see
-    :func:`merge_partial`); a shared row costs the compute of the larger lane and point classes."""
-    keys = set(keys)
-    largest = [k for k in keys if not any(h != k and holds(h, k) for h in keys)]
-    size = lambda k: (k.lanes * k.points, k.lanes, k.points)  # noqa: E731
-    return {k: k if k in largest else min((h for h in largest if holds(h, k)), key=size) for k in keys}
+    """Each of ``keys`` mapped to the key its scenarios are padded to when a small campaign is
+    planned whole: :func:`merged_key` of the keys alike in having logs or not, so such a
+    campaign compiles one program for its scenarios with logs and one for those without (the
+    demo: its synthetic families of 8 to 32 agents, straight and bent lanes, in one; its
+    CommonRoad files in another). Metrics do not depend on the padding class (see
+    :func:`merge_partial`); a padded row costs the compute of the larger classes."""
+    merged = {}
+    for logged in (False, True):
+        alike = [k for k in keys if (k.log_steps is not None) == logged]
+        merged.update({k: merged_key(alike) for k in alike})
+    return merged

@@ -13,15 +13,15 @@ from drivesim.parallel.programs import EXECUTOR_PROGRAMS
 from drivesim.pipeline import plan, results
 from drivesim.pipeline.campaign import run_campaign
 from drivesim.scenarios.batching import BucketKey
-from drivesim.scenarios.remainders import holds, shared_keys
+from drivesim.scenarios.remainders import shared_keys
 
 
-def test_each_key_goes_to_the_smallest_largest_key_of_its_agent_and_log_classes():
-    straight, bent, wide = BucketKey(32, 8, 2, None), BucketKey(32, 8, 4, None), BucketKey(32, 32, 2, None)
-    fewer, logged = BucketKey(16, 8, 2, None), BucketKey(32, 8, 2, 64)
-    got = shared_keys([straight, bent, wide, fewer, logged])
-    assert got == {straight: bent, bent: bent, wide: wide, fewer: fewer, logged: logged}
-    assert holds(bent, straight) and not holds(straight, bent) and not holds(logged, straight)
+def test_keys_alike_in_logs_go_to_their_largest_classes():
+    straight, bent, wide = BucketKey(32, 8, 2, None), BucketKey(32, 8, 4, None), BucketKey(16, 32, 2, None)
+    logged, longer = BucketKey(16, 128, 32, 64), BucketKey(32, 32, 16, 128)
+    got = shared_keys([straight, bent, wide, logged, longer])
+    plain, logs = BucketKey(32, 32, 4, None), BucketKey(32, 128, 32, 128)
+    assert got == {straight: plain, bent: plain, wide: plain, logged: logs, longer: logs}
     assert shared_keys([]) == {}
 
 
