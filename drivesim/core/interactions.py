@@ -12,7 +12,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from drivesim.core.materialize import decided_once
+from drivesim.core.agents import PROP_ROWS
+from drivesim.core.materialize import decided_once, stores_by_branch
 from drivesim.core.types import Array
 
 
@@ -253,3 +254,29 @@ def window_overflow(key: Array, valid: Array, reach: Array, window: int) -> Arra
     n = key.shape[0]
     far_key = view(padded(key, window, jnp.inf), window, window, n)
     return jnp.any(valid & (far_key - key <= reach))
+
+
+def resort(agents, axis: Array, every: int, t: Array, step_index):
+    """SortedAgents ``agents`` kept ordered by (group, position along the sort ``axis``) with
+    odd-even passes.
+
+    Standalone steps do one pass per step (parity t % 2). Inside a rollout the unbatched
+    ``step_index`` drives it: one pass every ``every`` steps (SimConfig.resort_every),
+    parities alternating, under a real conditional (a batched condition would run both
+    branches).
+    """
+
+    def one_pass(ag, parity):  # slots holding an agent keep their place while it is absent
+        key = sort_key(ag.x, ag.y, ag.base_valid, axis)
+        return odd_even_pass(ag, key, parity, ag.props[PROP_ROWS.index("group")])
+
+    if step_index is None:
+        return one_pass(agents, t % 2)
+    if every == 1:
+        return one_pass(agents, step_index % 2)
+
+    def on_step(ag, index):  # the counter passed in: a store inside reads this branch's own
+        with stores_by_branch(index):
+            return one_pass(ag, (index // every) % 2)
+
+    return jax.lax.cond(step_index % every == 0, on_step, lambda ag, _: ag, agents, step_index)

@@ -27,6 +27,7 @@ Per-agent rows (``SortedAgents.lane``): LANE_ROWS. Every function works on one s
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from drivesim.core.behavior import follow_acceleration
@@ -38,6 +39,7 @@ from drivesim.core.types import (
     LaneChangeConfig,
     MOBILParams,
     RoadMap,
+    SimConfig,
     pytree_dataclass,
     replace,
 )
@@ -292,3 +294,29 @@ def _switch(a, road: RoadMap, fr: LaneFrames, lateral: Array):
     props = jnp.concatenate([props[: len(PROP_ROWS)], rows], axis=0)
     lane = lane.at[LANE_ROWS.index("shift")].set(jnp.where(crossed, 0.0, lane_row(lane, "shift")))
     return replace(a, props=props, lane=lane)
+
+
+def on_path(a, proj, look, t, target, dt: float) -> tuple[Array, Array]:
+    """Pure-pursuit ``target`` (x, y), (N,) each, moved to the lane-change path
+    (:func:`path_offset`) at the lookahead point: the path's offset ``look / v`` seconds
+    ahead. a: SortedAgents with ``lane``; proj: their Projection; t: the step ()."""
+    assert a.lane is not None
+    age = (t - lane_row(a.lane, "t0")) * dt + look / jnp.maximum(a.speed, 1.0)
+    off = path_offset(lane_row(a.lane, "d0"), age, lane_row(a.lane, "duration"))
+    off = off + lane_row(a.lane, "shift")
+    return target[0] - off * proj.ty, target[1] + off * proj.tx
+
+
+def decide_every(agents, road: RoadMap, config: SimConfig, t, step_index, active):
+    """:func:`decide` after step ``t`` every ``config.lane_changes.decide_every`` steps for the
+    ``active`` (N,) agents, under a real conditional when the unbatched ``step_index`` is given."""
+    assert config.lane_changes is not None
+    every = config.lane_changes.decide_every
+    now = t + 1  # the changes start with the next step
+
+    def run(ag):
+        decided = decide(ag, road, now, config.dt)
+        return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), decided, ag)
+
+    counter = now if step_index is None else step_index + 1
+    return jax.lax.cond(counter % every == 0, run, lambda ag: ag, agents)

@@ -246,57 +246,6 @@ def _leaders(state: SimState, scenario: Scenario, config: SimConfig, policy):
     return signals.signal_leader(a.signal, time, proj.s, a.speed, a.length, brakes, leader)
 
 
-def _resort(agents: SortedAgents, scenario: Scenario, config: SimConfig, t: Array, step_index):
-    """Keep agents ordered by (group, position along the sort axis) with odd-even passes.
-
-    Standalone steps do one pass per step (parity t % 2). Inside a rollout the unbatched
-    ``step_index`` drives it: one pass every ``resort_every`` steps, parities alternating,
-    under a real conditional (a batched condition would run both branches).
-    """
-    axis = scenario.road.sort_axis
-
-    def one_pass(ag, parity):  # slots holding an agent keep their place while it is absent
-        key = interactions.sort_key(ag.x, ag.y, ag.base_valid, axis)
-        return interactions.odd_even_pass(ag, key, parity, ag.props[PROP_ROWS.index("group")])
-
-    if step_index is None:
-        return one_pass(agents, t % 2)
-    every = config.resort_every
-    if every == 1:
-        return one_pass(agents, step_index % 2)
-
-    def on_step(ag, index):  # the counter passed in: a store inside reads this branch's own
-        with stores_by_branch(index):
-            return one_pass(ag, (index // every) % 2)
-
-    return jax.lax.cond(step_index % every == 0, on_step, lambda ag, _: ag, agents, step_index)
-
-
-def _on_path(a: SortedAgents, proj, look, t, target_x, target_y, config: SimConfig):
-    """Pure-pursuit target moved to the lane-change path (core.mobil.path_offset) at the
-    lookahead point (the path's offset ``look / v`` seconds ahead); (N,) each."""
-    assert a.lane is not None
-    age = (t - mobil.lane_row(a.lane, "t0")) * config.dt + look / jnp.maximum(a.speed, 1.0)
-    off = mobil.path_offset(mobil.lane_row(a.lane, "d0"), age, mobil.lane_row(a.lane, "duration"))
-    off = off + mobil.lane_row(a.lane, "shift")
-    return target_x - off * proj.ty, target_y + off * proj.tx
-
-
-def _lane_changes(agents: SortedAgents, scenario: Scenario, config: SimConfig, t, step_index, active):
-    """MOBIL decisions (core.mobil.decide) after step ``t`` every ``decide_every`` steps,
-    under a real conditional when the unbatched ``step_index`` is given."""
-    assert config.lane_changes is not None
-    every = config.lane_changes.decide_every
-    now = t + 1  # the changes start with the next step
-
-    def run(ag):
-        decided = mobil.decide(ag, scenario.road, now, config.dt)
-        return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), decided, ag)
-
-    counter = now if step_index is None else step_index + 1
-    return jax.lax.cond(counter % every == 0, run, lambda ag: ag, agents)
-
-
 def advance(
     state: SimState,
     scenario: Scenario,
@@ -334,7 +283,7 @@ def advance(
         look = behavior.lookahead_distance(a.speed, config)
         target_x, target_y = point_at(proj.s + look, a.seg)
         if config.lane_changes:  # the lane-change path: offset from the (new) lane's centre
-            target_x, target_y = _on_path(a, proj, look, t, target_x, target_y, config)
+            target_x, target_y = mobil.on_path(a, proj, look, t, (target_x, target_y), config.dt)
         tan_max = math.tan(config.max_steer)
         lane_tan = jnp.clip(
             behavior.pure_pursuit_tan(a.x, a.y, a.cos_h, a.sin_h, a.length, target_x, target_y, config),
@@ -381,10 +330,10 @@ def advance(
             lane=a.lane,
         )
     with jax.named_scope("resort"):
-        agents = _resort(agents, scenario, config, t, step_index)
+        agents = interactions.resort(agents, scenario.road.sort_axis, config.resort_every, t, step_index)
     if config.lane_changes:
         with jax.named_scope("lane_changes"):
-            agents = _lane_changes(agents, scenario, config, t, step_index, active)
+            agents = mobil.decide_every(agents, scenario.road, config, t, step_index, active)
     with jax.named_scope("metrics"):
         proj = project(agents.x, agents.y, agents.seg)
         if scenario.log is not None:
