@@ -38,8 +38,7 @@ def merge_partial(
     window: fewer than ``size`` per rare bucket."""
     kept = [(key, list(positions)) for key, positions in groups if key in full]
     merged = []
-    for logged in (False, True):
-        rare = [(k, ps) for k, ps in groups if k not in full and (k.log_steps is not None) == logged]
+    for rare in _alike_in_logs([(k, ps) for k, ps in groups if k not in full], lambda item: item[0]):
         if rare:
             common = merged_key(k for k, _ in rare)
             positions = sorted(p for _, ps in rare for p in ps)
@@ -55,7 +54,15 @@ def shared_keys(keys: Collection[BucketKey]) -> dict[BucketKey, BucketKey]:
     CommonRoad files in another). Metrics do not depend on the padding class (see
     :func:`merge_partial`); a padded row costs the compute of the larger classes."""
     merged = {}
-    for logged in (False, True):
-        alike = [k for k in keys if (k.log_steps is not None) == logged]
+    for alike in _alike_in_logs(list(keys), lambda key: key):
         merged.update({k: merged_key(alike) for k in alike})
     return merged
+
+
+def _alike_in_logs(items: list, key_of) -> tuple[list, list]:
+    """``items`` split, in order, into those whose BucketKey (``key_of(item)``) has no log
+    steps and those whose key has: they never share a padded shape."""
+    return (
+        [item for item in items if key_of(item).log_steps is None],
+        [item for item in items if key_of(item).log_steps is not None],
+    )
