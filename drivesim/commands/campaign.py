@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import pathlib
 from typing import Annotated
 
@@ -13,15 +11,6 @@ import typer
 from drivesim.commands import run_outcome
 from drivesim.commands.report import ImportPolicyOpt
 from drivesim.pipeline.validation import BOUNDS
-
-DEMO_OUT = "runs/demo"
-
-
-def _default_out(config) -> str:
-    """runs/demo for the demo; otherwise runs/run-<hash of what is computed>, so rerunning the
-    same command resumes it and a different command gets its own directory."""
-    digest = hashlib.sha1(json.dumps(config.identity(), sort_keys=True).encode()).hexdigest()[:8]
-    return f"runs/run-{digest}"
 
 
 def distributed_config(coordinator: str | None, num_processes: int | None, process_id: int | None):
@@ -261,7 +250,6 @@ def register(app: typer.Typer) -> None:
         import_policy: ImportPolicyOpt = False,
     ) -> None:
         """Run a campaign of scenarios end to end (resumable) and write its results and dashboard."""
-        from drivesim.pipeline import sources as src
         from drivesim.pipeline.config import CampaignConfig, is_user_code, read_config
         from drivesim.pipeline.validation import ConfigError
 
@@ -303,12 +291,11 @@ def register(app: typer.Typer) -> None:
         else:
             if count is not None and source:
                 run_outcome.refuse_uncounted(source, count)
-            demo = not source and count is None
-            config = CampaignConfig(
+            config = CampaignConfig(  # unset fields: drivesim.pipeline.defaults (no sources: the demo)
                 sources=_with_grid(tuple(source or ()), grid),
-                count=(src.DEMO_COUNT if demo else 1000) if count is None else count,
+                count=count,
                 policy=policy,
-                sweep=str(sweep) if sweep else (str(src.DEMO_SWEEP) if demo and policy == "idm" else None),
+                sweep=str(sweep) if sweep else None,
                 backend=backend,
                 devices=devices,
                 chunk=_chunk(chunk),
@@ -321,12 +308,10 @@ def register(app: typer.Typer) -> None:
                 seed=seed,
                 loader_threads=loader_threads,
                 stall_s=stall_timeout,
-                out=str(target or "."),
+                out=None if target is None else str(target),
                 cluster=cluster,
                 workers=workers,
             )
-            if target is None:
-                config = dataclasses.replace(config, out=DEMO_OUT if demo else _default_out(config))
         _run(config, live_html)
 
     @app.command()
@@ -427,20 +412,14 @@ def _run(config, live_html: bool) -> None:
     import jax
     from rich.console import Console
 
-    from drivesim.pipeline import fingerprint
-    from drivesim.pipeline.campaign import resolve_sources, run_campaign
-    from drivesim.pipeline.config import CONFIG_NAME, check_same_campaign, read_config
+    from drivesim.pipeline.campaign import open_campaign
     from drivesim.pipeline.interrupt import sigterm_deferred, sigterm_interrupts
-    from drivesim.pipeline.validation import validate_config
     from drivesim.pipeline.watchdog import CampaignStalled
     from drivesim.report.live import LiveView
 
     console = Console(stderr=True)
-    config = resolve_sources(config)
-    validate_config(config, available_devices=jax.device_count())  # before any output or write
-    if (pathlib.Path(config.out) / CONFIG_NAME).is_file():  # a refused resume: one line, nothing else
-        check_same_campaign(read_config(config.out), config, config.out)
-        fingerprint.check_inputs(config.out, config)
+    campaign = open_campaign(config)  # defaults, checks, a refused resume: before any output or write
+    config = campaign.config
     for note in config.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
     console.print(f"campaign [bold]{config.out}[/bold]: {', '.join(config.sources)}")
@@ -448,7 +427,7 @@ def _run(config, live_html: bool) -> None:
     view = LiveView(console=console, title="scenarios")
     try:
         with sigterm_interrupts(), view:
-            result = run_campaign(config, progress=view.update)
+            result = campaign.run(progress=view.update)
     except CampaignStalled as err:
         run_outcome.exit_stalled(console, err)
     except KeyboardInterrupt as stop:

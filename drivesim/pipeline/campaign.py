@@ -24,6 +24,7 @@ import jax
 
 from drivesim.pipeline import (
     batch_size,
+    defaults,
     fingerprint,
     interrupt,
     policy_provenance,
@@ -37,7 +38,6 @@ from drivesim.pipeline.config import (
     CONFIG_NAME,
     CampaignConfig,
     check_same_campaign,
-    policy_spec,
     read_config,
     sim_config,
     write_config,
@@ -109,7 +109,7 @@ def prepare_directory(config: CampaignConfig) -> CampaignConfig:
 
 
 def _prepare(config: CampaignConfig) -> CampaignConfig:
-    directory = pathlib.Path(config.out)
+    directory = config.directory
     directory.mkdir(parents=True, exist_ok=True)
     if (directory / CONFIG_NAME).is_file():
         check_same_campaign(read_config(directory), config, directory)
@@ -125,21 +125,54 @@ def _prepare(config: CampaignConfig) -> CampaignConfig:
     return config
 
 
-def resolve_sources(config: CampaignConfig) -> CampaignConfig:
-    """Fill in the demo sources when none are given (notes say what was skipped)."""
-    if config.sources:
-        return config
-    specs, notes = src.demo_sources()
-    max_agents = config.max_agents or (src.DEMO_MAX_AGENTS if config.agents is None else None)
-    return replace(config, sources=specs, notes=tuple(notes), max_agents=max_agents)
-
-
 def _positions(total: int) -> tuple[range, int]:
     if jax.process_count() == 1:
         return range(total), 0
     from drivesim.parallel.distributed import process_positions
 
     return process_positions(total), jax.process_index()
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A campaign resolved and checked, nothing written yet (:func:`open_campaign`).
+
+    config: every default filled in (drivesim.pipeline.defaults), every field valid.
+    spec: the policy parameters (drivesim.pipeline.config.PolicySpec), sweep or MLP files read.
+    source: the library's own scenario source, or None (``config.sources`` are opened).
+    """
+
+    config: CampaignConfig
+    spec: Any
+    source: Any = None
+
+    def run(
+        self, progress: ProgressFn | None = None, *, engine: EngineFactory = DeviceRunner
+    ) -> CampaignResult:
+        """Run (or resume) the campaign in ``config.out`` (see :func:`run_campaign`)."""
+        config, report = self.config, progress or (lambda event: None)
+        if config.cluster:  # on a Ray cluster (drivesim.pipeline.cluster); Ray is imported there only
+            from drivesim.pipeline.cluster import run_cluster_campaign
+
+            return run_cluster_campaign(config, report, self.source)
+        # the runner opens the sources: their errors come before any write
+        runner = _Runner(config, report, self, engine)
+        config.directory.mkdir(parents=True, exist_ok=True)
+        with CampaignLock(config.out, jax.process_index()):
+            runner.config = prepare_directory(config)
+            return runner.run()
+
+
+def open_campaign(config: CampaignConfig, source=None) -> Campaign:
+    """Resolve ``config``'s defaults and check it, before anything is written: ConfigError for
+    an invalid field, for a policy or sweep file that cannot be read, and for a directory that
+    holds another campaign (a refused resume). ``source``: as for :func:`run_campaign`."""
+    config = defaults.resolve(config, fill_sources=source is None)
+    spec = validate_config(config, available_devices=jax.device_count())
+    if (config.directory / CONFIG_NAME).is_file():
+        check_same_campaign(read_config(config.directory), config, config.directory)
+        fingerprint.check_inputs(config.directory, config)
+    return Campaign(config, spec, source)
 
 
 def run_campaign(
@@ -151,40 +184,25 @@ def run_campaign(
 ) -> CampaignResult:
     """Run (or resume) the campaign described by ``config`` in ``config.out``.
 
+    config: unset fields take the defaults of drivesim.pipeline.defaults (``CampaignConfig()``
+    is the demo of ``make run``).
     progress: called with a :class:`BatchEvent` on this thread (start, per batch, end).
     source: a scenario source object (``len``, ``load(position)``) to use instead of
     ``config.sources`` (library use; a resume must pass an equal source).
     engine: builds the device side from (config, SimConfig, PolicySpec): put/run/fetch
     (drivesim.bench.null_engine measures the host alone with one that computes nothing).
     """
-    config = config if source is not None else resolve_sources(config)
-    validate_config(config, available_devices=jax.device_count())
-    if config.cluster:  # on a Ray cluster (drivesim.pipeline.cluster); Ray is imported there only
-        from drivesim.pipeline.cluster import run_cluster_campaign
-
-        return run_cluster_campaign(config, progress or (lambda event: None), source)
-    # the runner opens the sources and the policy: their errors come before any write
-    runner = _Runner(config, progress or (lambda event: None), source, engine)
-    pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)
-    with CampaignLock(config.out, jax.process_index()):
-        runner.config = prepare_directory(config)
-        return runner.run()
+    return open_campaign(config, source).run(progress, engine=engine)
 
 
 class _Runner:
     """State of one run of a campaign (see module docstring for the threads)."""
 
-    def __init__(self, config: CampaignConfig, progress: ProgressFn, source=None, engine=DeviceRunner):
+    def __init__(self, config: CampaignConfig, progress: ProgressFn, campaign: Campaign, engine=DeviceRunner):
         self.config, self.progress = config, progress
-        self.directory = pathlib.Path(config.out)
-        self.source = (
-            source
-            if source is not None
-            else src.open_source(
-                config.sources, config.count, config.seed, config.agents, config.num_steps, config.max_agents
-            )
-        )
-        self.spec = policy_spec(config)
+        self.directory = config.directory
+        self.source = campaign.source if campaign.source is not None else src.campaign_source(config)
+        self.spec = campaign.spec
         self.sim_config = sim_config(config, self.spec.kind)
         self.device = engine(config, self.sim_config, self.spec)
         self.total = len(self.source)

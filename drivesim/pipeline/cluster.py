@@ -25,7 +25,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import pathlib
 import platform
 import threading
 import time
@@ -133,14 +132,8 @@ def run_cluster_campaign(config: CampaignConfig, progress, source=None):
     if config.workers is not None and config.workers < 1:
         raise ConfigError(f"workers: {config.workers} (at least 1)")
     ray = _ray()
-    opened = (
-        source
-        if source is not None
-        else src.open_source(
-            config.sources, config.count, config.seed, config.agents, config.num_steps, config.max_agents
-        )
-    )
-    pathlib.Path(config.out).mkdir(parents=True, exist_ok=True)
+    opened = source if source is not None else src.campaign_source(config)
+    config.directory.mkdir(parents=True, exist_ok=True)
     with CampaignLock(config.out):
         config = prepare_directory(config)
         started = not ray.is_initialized()
@@ -159,7 +152,7 @@ class _Driver:
     def __init__(self, config: CampaignConfig, progress, source, library_source):
         self.config, self.progress, self.source = config, progress, source
         self.library_source = library_source  # sent to the workers when given (else they open it)
-        self.directory = pathlib.Path(config.out)
+        self.directory = config.directory
         self.ray = _ray()
         self.counts = dict(done=0, failed=0, failed_batches=0, this_run=0)
         self.notes = list(config.notes)

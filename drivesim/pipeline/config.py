@@ -37,9 +37,10 @@ class CampaignConfig:
     """Everything one ``drivesim run`` needs.
 
     sources: source specs (``synthetic:highway,merge``, ``commonroad:PATH``, ``store:PATH``);
-        empty means the demo mix (synthetic:highway,merge,intersection plus ../shared/data CommonRoad
-        files).
-    count: scenarios in the campaign (synthetic sources; file sources have their own length).
+        empty means the demo (drivesim.pipeline.defaults: synthetic:highway,merge,intersection
+        plus ../shared/data CommonRoad files, 600 scenarios, the demo's IDM sweep).
+    count: scenarios in the campaign (synthetic sources; file sources have their own length);
+        None: the default (drivesim.pipeline.defaults.resolve: 1000, or the demo's).
     policy: a registered ego policy (``idm``, ``constant``, ...), ``mlp:FILE[,FILE...]``
         (one policy per checkpoint) or ``package.module:NAME`` (a user EgoPolicy);
         sweep: TOML/JSON file of IDM variants.
@@ -57,6 +58,7 @@ class CampaignConfig:
     occlusion: the ego's observation leaves out agents hidden behind others
         (SimConfig.occlusion; it changes only policies that observe: MLP and user policies).
     position_update: "euler" (the default) or "ballistic" (SimConfig.position_update).
+    out: the campaign directory; None: runs/demo for the demo, else runs/run-<hash of the identity>.
     loader_threads: host loader threads; prefetch: bounded host queue depth (batches).
     retries: extra attempts for a batch whose compute raised.
     stall_s: the stall watchdog's limit [s] (at least; it grows to 10x the median gap between
@@ -70,7 +72,7 @@ class CampaignConfig:
     """
 
     sources: tuple[str, ...] = ()
-    count: int = 1000
+    count: int | None = None
     policy: str = "idm"
     sweep: str | None = None
     backend: str = "sharding"
@@ -85,7 +87,7 @@ class CampaignConfig:
     occlusion: bool = False
     position_update: str = "euler"
     seed: int = 0
-    out: str = "runs/demo"
+    out: str | None = None
     loader_threads: int = 2
     prefetch: int = 4
     retries: int = 1
@@ -99,7 +101,8 @@ class CampaignConfig:
         auto = self.batch_size == "auto"
         if not auto and not (isinstance(self.batch_size, int) and not isinstance(self.batch_size, bool)):
             raise ValueError(f"CampaignConfig.batch_size: a number or 'auto', got {self.batch_size!r}")
-        if self.count < 0 or (not auto and int(self.batch_size) < 1) or self.window_batches < 1:
+        negative = self.count is not None and self.count < 0
+        if negative or (not auto and int(self.batch_size) < 1) or self.window_batches < 1:
             raise ValueError("CampaignConfig: count >= 0, batch_size >= 1 and window_batches >= 1 required")
         if self.loader_threads < 1 or self.prefetch < 1:
             raise ValueError("CampaignConfig: loader_threads and prefetch must be >= 1")
@@ -130,6 +133,8 @@ class CampaignConfig:
         for kind, names in kinds.items():
             for name in names:
                 value = getattr(self, name)
+                if value is None and name in ("count", "out"):  # the default (pipeline.defaults)
+                    continue
                 if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                     from drivesim.pipeline.validation import ConfigError
 
@@ -139,6 +144,15 @@ class CampaignConfig:
             from drivesim.pipeline.validation import ConfigError
 
             raise ConfigError(f"CampaignConfig.sources: expected source specs, got {self.sources!r}")
+
+    @property
+    def directory(self) -> pathlib.Path:
+        """``out`` as a path; ValueError while unset (drivesim.pipeline.defaults.resolve sets it)."""
+        if self.out is None:
+            raise ValueError(
+                "CampaignConfig.out unset: resolve the config first (drivesim.pipeline.defaults)"
+            )
+        return pathlib.Path(self.out)
 
     def identity(self) -> dict:
         """The fields a resume must match (JSON-comparable; max_agents only when set and

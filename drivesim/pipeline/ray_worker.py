@@ -12,7 +12,6 @@ driver records them in the ledger. Whatever the worker, a batch's shard is the s
 from __future__ import annotations
 
 import os
-import pathlib
 import platform
 import time
 
@@ -72,11 +71,9 @@ class CampaignWorker:
         from drivesim.pipeline.devices import DeviceRunner
         from drivesim.pipeline.generated import make_planner
 
-        self.config, self.directory = config, pathlib.Path(config.out)
+        self.config, self.directory = config, config.directory
         if source is None:
-            source = src.open_source(
-                config.sources, config.count, config.seed, config.agents, config.num_steps, config.max_agents
-            )
+            source = src.campaign_source(config)
         self.spec = policy_spec(config)
         self.device = DeviceRunner(config, sim_config(config, self.spec.kind), self.spec)
         # the driver's batch size comes with every batch and sets the padding (_settings)

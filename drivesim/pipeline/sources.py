@@ -1,5 +1,6 @@
 """Scenario sources as the pipeline sees them: a campaign's source specs opened through
-``drivesim.scenarios.registry`` with the campaign's synthetic FamilyConfig, and the demo mix.
+``drivesim.scenarios.registry`` with the campaign's synthetic FamilyConfig, and where the demo's
+CommonRoad files are (the demo itself: drivesim.pipeline.defaults).
 """
 
 from __future__ import annotations
@@ -10,39 +11,6 @@ from typing import Any
 
 # A directory holding ``commonroad/*.xml``, searched for the demo after the current directory
 DATA_ENV = "DRIVESIM_DATA"
-
-# The demo campaign: a small mix that compiles few buckets (agent classes 8/16/32 per family)
-DEMO_FAMILIES = ("highway", "merge", "intersection")
-DEMO_COUNT = 600
-DEMO_MAX_AGENTS = 32
-# IDM beside a tailgating IDM variant, so the demo's outcome charts have collisions to show
-DEMO_SWEEP = pathlib.Path(__file__).with_name("demo_sweep.toml")
-
-
-def demo_sources(root: pathlib.Path | None = None) -> tuple[tuple[str, ...], list[str]]:
-    """Source specs of the demo campaign and notes for the user.
-
-    DEMO_FAMILIES, plus the CommonRoad files found by :func:`find_shared_commonroad`
-    (skipped with a note when absent).
-    """
-    from drivesim.scenarios import synthetic
-
-    specs = [
-        "synthetic:"
-        + ",".join(
-            DEMO_FAMILIES if set(DEMO_FAMILIES) <= set(synthetic.FAMILIES) else sorted(synthetic.FAMILIES)
-        )
-    ]
-    notes = []
-    data = find_shared_commonroad(root)
-    if data is None:
-        notes.append(
-            f"no CommonRoad data found at ../shared/data/commonroad or ${DATA_ENV}/commonroad: "
-            "running synthetic families only"
-        )
-    else:
-        specs.append(f"commonroad:{data}")
-    return tuple(specs), notes
 
 
 def find_shared_commonroad(root: pathlib.Path | None = None) -> pathlib.Path | None:
@@ -78,6 +46,15 @@ def open_source(
 
     context = SourceContext(count=count, seed=seed, family=family_config(agents, num_steps, seed, max_agents))
     return open_specs(specs, context)
+
+
+def campaign_source(config):
+    """:func:`open_source` of a resolved CampaignConfig (drivesim.pipeline.defaults.resolve)."""
+    if config.count is None:
+        raise ValueError("CampaignConfig.count unset: resolve the config first (drivesim.pipeline.defaults)")
+    return open_source(
+        config.sources, config.count, config.seed, config.agents, config.num_steps, config.max_agents
+    )
 
 
 def family_config(agents: int | None, num_steps: int, seed: int, max_agents: int | None = None):

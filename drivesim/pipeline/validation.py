@@ -88,8 +88,9 @@ def _check_sources(specs) -> None:
             raise ConfigError(f"--source {spec!r}: {err.reason}") from None
 
 
-def validate_config(config, available_devices: int | None = None) -> None:
-    """Raise ConfigError for the first invalid field of a CampaignConfig (nothing written)."""
+def validate_config(config, available_devices: int | None = None):
+    """Raise ConfigError for the first invalid field of a CampaignConfig (nothing written);
+    return its PolicySpec (drivesim.pipeline.config.policy_spec: the sweep or MLP files read)."""
     from drivesim.parallel.backends import BACKENDS
 
     for name, bounds in BOUNDS.items():
@@ -121,4 +122,4 @@ def validate_config(config, available_devices: int | None = None) -> None:
         parse_cluster(config.cluster)  # Ray itself is imported only when the campaign starts
     from drivesim.pipeline.config import policy_spec
 
-    policy_spec(config)  # reads and checks the sweep / MLP policy file
+    return policy_spec(config)  # reads and checks the sweep / MLP policy file

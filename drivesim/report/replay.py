@@ -53,15 +53,13 @@ def _parts(source) -> list:
 
 def locate(directory, scenario_id: int, rows: list[dict] | None = None):
     """The ScenarioRecord with ``scenario_id`` in the campaign's sources; ValueError if none."""
-    from drivesim.pipeline.campaign import resolve_sources
     from drivesim.pipeline.config import read_config
-    from drivesim.pipeline.sources import open_source
+    from drivesim.pipeline.defaults import resolve
+    from drivesim.pipeline.sources import campaign_source
     from drivesim.scenarios import sources as real
 
-    config = resolve_sources(read_config(directory))
-    source = open_source(
-        config.sources, config.count, config.seed, config.agents, config.num_steps, config.max_agents
-    )
+    config = resolve(read_config(directory))
+    source = campaign_source(config)
     rows = result_rows(directory, scenario_id) if rows is None else rows
     origin = rows[0]["source"] if rows else None
     for part in _parts(source):

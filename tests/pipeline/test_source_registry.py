@@ -10,8 +10,9 @@ import numpy as np
 from pipeline_helpers import small_config
 
 from drivesim.pipeline.campaign import run_campaign
+from drivesim.pipeline.defaults import demo_sources
 from drivesim.pipeline.results import results_table
-from drivesim.pipeline.sources import DATA_ENV, demo_sources, find_shared_commonroad
+from drivesim.pipeline.sources import DATA_ENV, find_shared_commonroad
 from drivesim.scenarios.record import ScenarioRecord
 from drivesim.scenarios.registry import SourceContext, register_source
 from drivesim.scenarios.sources import ScenarioSource

@@ -17,8 +17,8 @@ from drivesim.cli import app
 from drivesim.parallel.programs import EXECUTOR_PROGRAMS
 from drivesim.pipeline.campaign import run_campaign
 from drivesim.pipeline.config import CampaignConfig
+from drivesim.pipeline.defaults import DEMO_SWEEP
 from drivesim.pipeline.sessions import read_sessions
-from drivesim.pipeline.sources import DEMO_SWEEP
 
 pytestmark = pytest.mark.slow
 
