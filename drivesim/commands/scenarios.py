@@ -12,6 +12,10 @@ ReplayDefault = Annotated[
     bool,
     typer.Option("--replay/--idm", help="Non-ego agents replay their logs (default), or are driven by IDM."),
 ]
+EgoId = Annotated[
+    str | None,
+    typer.Option("--ego", help="The recorded agent to drive as the ego, by its id (default: the dataset's)."),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -52,12 +56,13 @@ def register(app: typer.Typer) -> None:
         ],
         out: StoreOut,
         replay: ReplayDefault = True,
+        ego: EgoId = None,
     ) -> None:
         """Import Waymo Open Motion scenarios (GPUDrive's processed JSON) into a store; bad
         files are reported and skipped (exit code 1 if any failed)."""
         from drivesim.scenarios.womd import WomdSource
 
-        _import(lambda: WomdSource(paths, replay=replay), out)
+        _import(lambda: WomdSource(paths, replay=replay, ego=ego), out)
 
     @import_app.command("av2")
     def import_av2(
@@ -69,12 +74,13 @@ def register(app: typer.Typer) -> None:
         ],
         out: StoreOut,
         replay: ReplayDefault = True,
+        ego: EgoId = None,
     ) -> None:
         """Import Argoverse 2 motion-forecasting scenarios into a store; bad files are reported
         and skipped (exit code 1 if any failed)."""
         from drivesim.scenarios.av2 import Av2Source
 
-        _import(lambda: Av2Source(paths, replay=replay), out)
+        _import(lambda: Av2Source(paths, replay=replay, ego=ego), out)
 
     @scen_app.command("generate")
     def generate(

@@ -2,12 +2,13 @@
 time step) with its vector map ``log_map_archive_<id>.json`` in the same directory.
 
 What is read and how (every rule, the approximations included):
-- agents: the tracks of moving road users (``vehicle``, ``bus``, ``pedestrian``, ``cyclist``,
-  ``motorcyclist``); the focal track (``focal_track_id``) is the ego, driven by the policy
-  from its first recorded state; the others follow their log (``replay``, the default) or
-  IDM from their first state. Static objects (``static``, ``background``, ``construction``,
-  ``riderless_bicycle``, ``unknown``) are read and counted (``Av2File.left_out``) but are not
-  agents;
+- agents: the tracks of moving road users (``vehicle``, ``bus``, ``pedestrian``,
+  ``cyclist``, ``motorcyclist``); the focal track (``focal_track_id``, or the track whose
+  ``track_id`` is ``ImportConfig.ego``: ``av2:PATH?ego=ID``, whose scenario name then ends
+  in ``?ego=ID``) is the ego, driven by the policy from its first recorded state; the others
+  follow their log (``replay``, the default) or IDM from their first state. Static objects
+  (``static``, ``background``, ``construction``, ``riderless_bicycle``, ``unknown``) are
+  read and counted (``Av2File.left_out``) but are not agents;
 - boxes: AV2 records no object size, so each type gets a typical box (``BOXES``): an
   approximation that collision and off-road metrics inherit;
 - speed: the norm of the recorded velocity; a track is valid at the steps it has a row;
@@ -92,7 +93,7 @@ def read_av2(path: str | Path, config: ImportConfig = REPLAY) -> tuple[ScenarioR
     path = Path(path)
     where = str(path)
     try:
-        table = pq.read_table(io.BytesIO(read_input(path, config.max_bytes)))
+        table = pq.read_table(io.BytesIO(read_input(path, config.max_bytes)), use_threads=False)
     except (pa.ArrowException, OSError) as err:
         raise ScenarioError(f"not a readable Parquet file ({err})", path=where) from None
     missing = [c for c in (*COLUMNS, "focal_track_id", "scenario_id") if c not in table.column_names]
@@ -104,6 +105,11 @@ def read_av2(path: str | Path, config: ImportConfig = REPLAY) -> tuple[ScenarioR
     def fail(field: str, reason: str) -> NoReturn:
         raise ScenarioError(reason, path=where, scenario_id=name, field=field)
 
+    if config.ego is not None:
+        if config.ego not in {str(t) for t in cols["track_id"]}:
+            fail("track_id", f"no track has id {config.ego!r} (the ego asked for)")
+        cols["focal_track_id"] = [config.ego]
+        name = f"{name}?ego={config.ego}"
     tracks, left_out, origin = _tracks(cols, fail)
     map_file = map_path(path)
     lanelets, counts = _map(_json(map_file, config.max_bytes), origin, str(map_file))
@@ -160,7 +166,7 @@ def _tracks(cols: dict, fail: Fail) -> tuple[list[Track], dict, np.ndarray]:
         kind_name = str(cols["object_type"][rows[0]])
         if kind_name not in KINDS:
             if t == str(focal):
-                fail("object_type", f"the focal track is a {kind_name!r}, not a road user")
+                fail("object_type", f"the ego's track {t} is a {kind_name!r}, not a road user")
             left_out[kind_name] = left_out.get(kind_name, 0) + 1
             continue
         at = steps[rows].astype(int)
@@ -247,15 +253,16 @@ def _mean_gap(left: np.ndarray, right: np.ndarray) -> float:
 
 class Av2Source(RecordedFilesSource):
     """AV2 scenario files (a directory expands to its ``scenario_*.parquet`` at any depth,
-    sorted), each with its map beside it; one scenario per position."""
+    sorted), each with its map beside it; one scenario per position. ego: the track id to
+    drive as the ego (None: each scenario's focal track)."""
 
     title = "Argoverse 2"
 
-    def __init__(self, paths: list[Path], replay: bool = True, dt: float = AV2_DT_S):
+    def __init__(self, paths: list[Path], replay: bool = True, dt: float = AV2_DT_S, ego: str | None = None):
         files: list[Path] = []
         for p in map(Path, paths):
             files += sorted(p.rglob("scenario_*.parquet")) if p.is_dir() else expand_paths([p], "*")
-        super().__init__(files, "av2", paths, replay, dt)
+        super().__init__(files, "av2", paths, replay, dt, ego)
 
     def load_file(self, path: Path, config) -> ScenarioRecord:
         return load_av2(path, config)

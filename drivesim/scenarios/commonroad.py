@@ -60,6 +60,9 @@ class ImportConfig:
         planning problem on an empty map, or generated traffic).
     traffic: the generated traffic of a map without dynamic obstacles or planning problem
         (drivesim.scenarios.map_traffic).
+    ego: the recorded agent to drive as the ego, by the dataset's own id (a WOMD object's
+        ``id``, an AV2 ``track_id``); None: the dataset's own choice (WOMD's SDC, AV2's focal
+        track). CommonRoad's ego is the planning problem's and ignores it.
     """
 
     dt: float = 0.1
@@ -70,6 +73,7 @@ class ImportConfig:
     road: lanes.RoadConfig = lanes.RoadConfig()
     steps_without_log: int = 80
     traffic: map_traffic.MapTrafficConfig = map_traffic.MapTrafficConfig()
+    ego: str | None = None
 
 
 @dataclass

@@ -289,24 +289,34 @@ register_source(
 register_source("store", _open_store, usage="store:PATH", inputs=lambda arg: ((arg, "*"),), counted=False)
 
 
-def _traffic_paths(arg: str) -> tuple[bool, list[str]]:
-    """``[idm:]PATH[,PATH...]`` -> (IDM traffic instead of replay, paths)."""
-    idm = arg.startswith("idm:")
-    return idm, [p for p in arg.removeprefix("idm:").split(",") if p]
+def _traffic_paths(arg: str) -> tuple[bool, list[str], str | None]:
+    """``[idm:]PATH[,PATH...][?ego=ID]`` -> (IDM traffic instead of replay, paths, ego id or
+    None); ValueError for an option other than ``ego`` or an empty id."""
+    body, _, query = arg.partition("?")
+    ego = None
+    if query:
+        key, eq, value = query.partition("=")
+        if key != "ego" or not eq or not value or "&" in value:
+            raise ValueError(f"unknown option {query!r}; the one option is ?ego=ID (a recorded agent's id)")
+        ego = value
+    idm = body.startswith("idm:")
+    return idm, [p for p in body.removeprefix("idm:").split(",") if p], ego
 
 
 def _register_recorded(kind: str, source_class: str, glob: str) -> None:
-    """Register ``KIND:[idm:]PATH[,PATH...]`` for the RecordedFilesSource ``module:Class``."""
+    """Register ``KIND:[idm:]PATH[,PATH...][?ego=ID]`` for the RecordedFilesSource ``module:Class``."""
 
     def opener(arg: str, context: SourceContext) -> ScenarioSource:
         module, _, name = source_class.partition(":")
-        idm, paths = _traffic_paths(arg)
-        return getattr(importlib.import_module(module), name)([Path(p) for p in paths], replay=not idm)
+        idm, paths, ego = _traffic_paths(arg)
+        source_type = getattr(importlib.import_module(module), name)
+        return source_type([Path(p) for p in paths], replay=not idm, ego=ego)
 
     register_source(
         kind,
         opener,
-        usage=f"{kind}:[idm:]PATH[,PATH...]",
+        usage=f"{kind}:[idm:]PATH[,PATH...][?ego=ID]",
+        check=lambda arg: None if _traffic_paths(arg) else None,
         inputs=lambda arg: tuple((p, glob) for p in _traffic_paths(arg)[1]),
         counted=False,
     )

@@ -91,16 +91,17 @@ class RecordedFilesSource(ScenarioSource):
     """Recorded scenarios, one file per position, read by ``load_file(path, ImportConfig)``.
 
     files: the expanded file list; kind: the spec's kind (``commonroad``...), for the name;
-    title: what the files are, for ``describe``; replay / dt: the ImportConfig."""
+    title: what the files are, for ``describe``; replay / dt / ego: the ImportConfig (``ego``
+    appears in the name as ``?ego=ID``)."""
 
     title = "recorded scenarios"
 
-    def __init__(self, files: list[Path], kind: str, paths, replay: bool, dt: float):
+    def __init__(self, files: list[Path], kind: str, paths, replay: bool, dt: float, ego: str | None = None):
         from drivesim.scenarios.commonroad import ImportConfig
 
         self.paths = files
-        self.config = ImportConfig(dt=dt, replay=replay)
-        self.name = f"{kind}:" + ",".join(str(p) for p in paths)
+        self.config = ImportConfig(dt=dt, replay=replay, ego=ego)
+        self.name = f"{kind}:" + ",".join(str(p) for p in paths) + (f"?ego={ego}" if ego is not None else "")
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -114,7 +115,8 @@ class RecordedFilesSource(ScenarioSource):
 
     def describe(self) -> str:
         mode = "replay" if self.config.replay else "IDM from recorded initial states"
-        return f"{self.title}: {len(self.paths)} files ({mode})"
+        ego = f", ego {self.config.ego}" if self.config.ego is not None else ""
+        return f"{self.title}: {len(self.paths)} files ({mode}{ego})"
 
 
 class CommonRoadSource(RecordedFilesSource):

@@ -7,10 +7,12 @@ One JSON object per file: ``objects`` (per step ``position`` {x, y, z}, ``veloci
 placeholders and are masked out.
 
 What is read and how (every rule, the approximations included):
-- agents: every object valid at some step, with its box and kind; the ego (the SDC) is
-  driven by the policy from its recorded initial state, the others follow their log
-  (``replay``, the default here: recorded traffic) or IDM from their initial state; an object
-  valid at no step is left out (it has no state to simulate);
+- agents: every object valid at some step, with its box and kind; the ego (the SDC, or the
+  object whose ``id`` is ``ImportConfig.ego``: ``womd:PATH?ego=ID``, whose scenario name
+  then ends in ``?ego=ID`` and whose id differs accordingly) is driven by the policy from
+  its recorded initial state, the others follow their log (``replay``, the default here:
+  recorded traffic) or IDM from their initial state; an object valid at no step is left out
+  (it has no state to simulate);
 - speed: the norm of the recorded velocity;
 - coordinates: re-centred on the ego's initial position rounded to 1 m (WOMD frames lie
   several km from the origin, where float32 spacing is about 0.5 mm), so positions keep
@@ -80,17 +82,16 @@ def read_womd(path: str | Path, config: ImportConfig = REPLAY) -> tuple[Scenario
     name = str(doc.get("scenario_id") or path.stem)
     fail = _failer(where, name)
     objects = _list(doc, "objects", fail)
-    sdc = (
-        (doc.get("metadata") or {}).get("sdc_track_index") if isinstance(doc.get("metadata"), dict) else None
-    )
-    if not isinstance(sdc, int) or isinstance(sdc, bool) or not 0 <= sdc < len(objects):
-        fail("metadata.sdc_track_index", f"{sdc!r} is not an object index (0..{len(objects) - 1})")
+    sdc = _ego_index(doc, objects, config.ego, fail)
+    if config.ego is not None:
+        name = f"{name}?ego={config.ego}"
     tracks = [_track(objects[sdc], f"objects[{sdc}]", fail)]
     for k, obj in enumerate(objects):
         if k != sdc:
             tracks.append(_track(obj, f"objects[{k}]", fail))
     if tracks[0] is None:
-        fail(f"objects[{sdc}].valid", "the ego (the SDC) is valid at no step")
+        who = "the SDC" if config.ego is None else f"object {config.ego}"
+        fail(f"objects[{sdc}].valid", f"the ego ({who}) is valid at no step")
     kept = [t for t in tracks if t is not None]
     if len(kept) > MAX_AGENTS:
         fail("objects", f"too many agents: {len(kept)} valid objects > {MAX_AGENTS}")
@@ -112,6 +113,21 @@ def read_womd(path: str | Path, config: ImportConfig = REPLAY) -> tuple[Scenario
         scenario=scenario, family="womd", source=where, name=name, note=_note(info, signals)
     )
     return record, info
+
+
+def _ego_index(doc: dict, objects: list, ego: str | None, fail: Fail) -> int:
+    """The index in ``objects`` of the ego: the object whose ``id`` is ``ego``, or the SDC
+    (``metadata.sdc_track_index``) when ``ego`` is None."""
+    if ego is not None:
+        found = [k for k, obj in enumerate(objects) if isinstance(obj, dict) and str(obj.get("id")) == ego]
+        if not found:
+            fail("objects[].id", f"no object has id {ego!r} (the ego asked for)")
+        return found[0]
+    meta = doc.get("metadata")
+    sdc = meta.get("sdc_track_index") if isinstance(meta, dict) else None
+    if not isinstance(sdc, int) or isinstance(sdc, bool) or not 0 <= sdc < len(objects):
+        fail("metadata.sdc_track_index", f"{sdc!r} is not an object index (0..{len(objects) - 1})")
+    return sdc
 
 
 def _note(info: WomdFile, signal_lanes: int) -> str:
@@ -256,12 +272,13 @@ def _goal(ego: dict, origin: np.ndarray) -> np.ndarray | None:
 
 class WomdSource(RecordedFilesSource):
     """GPUDrive JSON files (a directory expands to its *.json, sorted); one file per position.
-    replay: the other agents follow their log (default) or IDM from their initial state."""
+    replay: the other agents follow their log (default) or IDM from their initial state;
+    ego: the object id to drive as the ego (None: each file's SDC)."""
 
     title = "Waymo Open Motion (GPUDrive JSON)"
 
-    def __init__(self, paths: list[Path], replay: bool = True, dt: float = WOMD_DT_S):
-        super().__init__(expand_paths(paths, "*.json"), "womd", paths, replay, dt)
+    def __init__(self, paths: list[Path], replay: bool = True, dt: float = WOMD_DT_S, ego: str | None = None):
+        super().__init__(expand_paths(paths, "*.json"), "womd", paths, replay, dt, ego)
 
     def load_file(self, path: Path, config) -> ScenarioRecord:
         return load_womd(path, config)
