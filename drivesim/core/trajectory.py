@@ -1,6 +1,7 @@
 """One scenario's states over time (core.rollout's ``advance`` under ``lax.scan``), and its
-batched, jitted form ``simulate_trajectory`` for the viewers and the tests: metrics and the
-trajectory (B, S, N) in original agent order."""
+batched form ``simulate_trajectory`` for the viewers and the tests: metrics and the trajectory
+(B, S, N) in original agent order, the exact searches compiled apart and run only where a
+batch needs them."""
 
 from __future__ import annotations
 
@@ -40,26 +41,37 @@ def rollout_trajectory(
     return finalize(state, scenario), trajectory
 
 
-def trajectory_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
-    """vmap of :func:`rollout_trajectory`; the scenarios not proven exact are simulated again
-    with the all-pairs search and every lane's edges (the whole batch, when any)."""
+def _fast_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
+    """vmap of :func:`rollout_trajectory` with the platform's searches; ``window_overflow``
+    flags the scenarios not proven exact."""
     config = platform_searches(config, scenarios)
     zone_on = neighbours.searches_on(scenarios, config)
-    traj = jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))
-    run = lambda cfg: traj(scenarios, policy, cfg, zone_on)  # noqa: E731
-    fast = run(config)
-    exact = exact_config(config)
-    if exact is None:
-        return fast
+    return jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))(scenarios, policy, config, zone_on)
+
+
+def _exact_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
+    """vmap of :func:`rollout_trajectory` with the all-pairs search and every lane's edges."""
+    exact = exact_config(platform_searches(config, scenarios))
+    assert exact is not None  # only called where the fast searches leave something to prove
+    exact = replace(exact, edge_search="all_lanes")
+    return jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))(scenarios, policy, exact, None)
+
+
+_fast_program = jax.jit(_fast_batch, static_argnames="config")
+_exact_program = jax.jit(_exact_batch, static_argnames="config")
+
+
+def simulate_trajectory(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
+    """Metrics (B,) and trajectories (B, S, N) of a batch (leading axis B) under ``policy``:
+    the fast searches first; when some scenario is not proven exact (``window_overflow``),
+    the whole batch again with the all-pairs search and every lane's edges, whose rows
+    replace the flagged ones. The two are compiled apart, the exact one only when a batch
+    needs it (one program where most batches need one). Device arrays, as from a jit."""
+    fast = _fast_program(scenarios, policy, config)
     flag = fast[0].window_overflow
-
-    def redo(_):
-        exact_out = traj(scenarios, policy, replace(exact, edge_search="all_lanes"), None)
-        pick = lambda e, f: jnp.where(flag.reshape(flag.shape + (1,) * (e.ndim - 1)), e, f)  # noqa: E731
-        return jax.tree_util.tree_map(pick, exact_out, fast)
-
-    metrics, trajectory = jax.lax.cond(jnp.any(flag), redo, lambda _: fast, None)
+    if exact_config(platform_searches(config, scenarios)) is None or not bool(jnp.any(flag)):
+        return fast
+    exact_out = _exact_program(scenarios, policy, config)
+    pick = lambda e, f: jnp.where(flag.reshape(flag.shape + (1,) * (e.ndim - 1)), e, f)  # noqa: E731
+    metrics, trajectory = jax.tree_util.tree_map(pick, exact_out, fast)
     return replace(metrics, window_overflow=flag), trajectory
-
-
-simulate_trajectory = jax.jit(trajectory_batch, static_argnames="config")
