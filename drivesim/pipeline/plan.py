@@ -101,12 +101,28 @@ class Window:
         return self.window_id
 
 
-def _load(source, position: int, validated: bool):
+def _load_all(source, positions, validated: bool) -> list:
+    """:func:`_load` of each position, read together where the source reads several
+    scenarios at once (``load_many``: a synthetic source generates a block per call)."""
+    many = getattr(source, "load_many", None)
+    if not callable(many) or len(positions) < 2:
+        return [_load(source, p, validated) for p in positions]
+    try:
+        got = many(positions)
+    except Exception:  # noqa: BLE001 - one position at a time names the one that fails
+        return [_load(source, p, validated) for p in positions]
+    return [_load(source, p, validated, item) for p, item in zip(positions, got, strict=True)]
+
+
+def _load(source, position: int, validated: bool, loaded=None):
     """``(record, bucket key)`` of a valid scenario, or (info, reason) when loading or
-    validation fails (or no padding class fits)."""
+    validation fails (or no padding class fits). ``loaded``: the record (or the exception)
+    already read for ``position``."""
     name = getattr(source, "name", "source")
     try:
-        record = source.load(position)
+        if isinstance(loaded, Exception):
+            raise loaded
+        record = source.load(position) if loaded is None else loaded
         if not validated:
             validate_scenario(record.scenario, where=f"{record.source} scenario {position} ({record.name})")
         return record, bucket_key(record.scenario)
@@ -312,7 +328,7 @@ class Planner:
         the iterator of per-task result lists."""
         step = max(1, -(-len(positions) // (4 * self.settings.loader_threads)))
         parts = [positions[i : i + step] for i in range(0, len(positions), step)]
-        return pool.map(lambda part: [_load(self.source, p, self.validated) for p in part], parts)
+        return pool.map(lambda part: _load_all(self.source, part, self.validated), parts)
 
     def _rebuild(self, run: LoadRun, loaded: list, spent: float) -> tuple[int, HostWork]:
         """(batch id, HostWork) of an open batch of a planned window, rebuilt from its positions."""
@@ -384,7 +400,7 @@ class Planner:
         """HostWork of a planned batch, built from its positions as this loader builds it
         (a cluster worker's whole life cycle of a batch: load, validate, stack)."""
         with Stopwatch() as sw:
-            loaded = [_load(self.source, p, self.validated) for p in batch.positions]
+            loaded = _load_all(self.source, batch.positions, self.validated)
             work = self._build(batch, _pairs(batch.positions, loaded))
         work.load_s = sw.seconds
         return work

@@ -9,6 +9,7 @@ opened by the kinds of drivesim.scenarios.registry.
 
 from __future__ import annotations
 
+import bisect
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,17 @@ class ScenarioSource(ABC):
 
     def describe(self) -> str:
         return f"{self.name} ({len(self)} scenarios)"
+
+    def load_many(self, positions) -> list[ScenarioRecord | Exception]:
+        """The records of ``positions`` in order, a failed one as its exception (sources
+        that read or generate several scenarios at once override it)."""
+        out: list[ScenarioRecord | Exception] = []
+        for position in positions:
+            try:
+                out.append(self.load(position))
+            except Exception as exc:  # noqa: BLE001 - one bad scenario, reported in its slot
+                out.append(exc)
+        return out
 
     def _check(self, position: int) -> None:
         if not 0 <= position < len(self):
@@ -79,6 +91,39 @@ class SyntheticSource(ScenarioSource):
         record = generate(family, self.first_id + position, self.config)
         validate_scenario(record.scenario, where=f"{self.name}#{self.first_id + position}")
         return record
+
+    def load_many(self, positions) -> list[ScenarioRecord | Exception]:
+        """Generated a family at a time, ``synthetic.BLOCK`` ids per device call (the
+        program a single ``load`` runs, so every record is the same bit for bit); a block
+        whose ids do not generate together is loaded one by one."""
+        from drivesim.scenarios.synthetic import BLOCK
+
+        positions = [int(p) for p in positions]
+        for p in positions:
+            self._check(p)
+        out: dict[int, ScenarioRecord | Exception] = {}
+        for k, family in enumerate(self.families):
+            ours = [p for p in positions if p % len(self.families) == k]
+            for mine in (ours[i : i + BLOCK] for i in range(0, len(ours), BLOCK)):
+                self._generate_into(out, family, mine)
+        return [out[p] for p in positions]
+
+    def _generate_into(self, out: dict, family: str, mine: list[int]) -> None:
+        """Records (or exceptions) of positions ``mine`` of ``family`` into ``out``."""
+        from drivesim.scenarios.synthetic import generate_many
+
+        if mine:
+            try:
+                records = generate_many(family, [self.first_id + p for p in mine], self.config)
+            except Exception:  # noqa: BLE001 - find the scenario that fails, one at a time
+                out.update(zip(mine, ScenarioSource.load_many(self, mine), strict=True))
+                return
+            for p, record in zip(mine, records, strict=True):
+                try:
+                    validate_scenario(record.scenario, where=f"{self.name}#{self.first_id + p}")
+                    out[p] = record
+                except Exception as exc:  # noqa: BLE001 - reported in its slot
+                    out[p] = exc
 
     def describe(self) -> str:
         return (
@@ -218,6 +263,23 @@ class MixedSource(ScenarioSource):
     def load(self, position: int) -> ScenarioRecord:
         source, local = self.locate(position)
         return source.load(local)
+
+    def load_many(self, positions) -> list[ScenarioRecord | Exception]:
+        """Each part's positions read by that part's ``load_many`` (where it has one)."""
+        parts: dict[int, list[tuple[int, int]]] = {}
+        for slot, position in enumerate(positions):
+            self._check(int(position))
+            k = bisect.bisect_right(self._starts, int(position)) - 1
+            parts.setdefault(k, []).append((slot, int(position) - self._starts[k]))
+        out: list[Any] = [None] * len(positions)
+        for index, slots in parts.items():
+            source = self.sources[index]
+            locals_ = [local for _, local in slots]
+            many = getattr(source, "load_many", None)
+            got = many(locals_) if callable(many) else ScenarioSource.load_many(source, locals_)
+            for (slot, _), item in zip(slots, got, strict=True):
+                out[slot] = item
+        return out
 
     def scenario_id_at(self, position: int) -> int:
         """The id of ``position`` in its source (its own ``scenario_id_at``, else the global

@@ -52,6 +52,34 @@ def test_parse_sources_mixed(tmp_path, commonroad_dir):
         parse_source("commonroad:/nonexistent/dir", 1, 0)
 
 
+def test_load_many_equals_load_bit_for_bit(tmp_path, commonroad_dir):
+    import jax
+
+    from drivesim.scenarios.sources import ScenarioSource
+
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<commonRoad>")
+    src = MixedSource(
+        [
+            SyntheticSource(["highway", "merge", "intersection"], count=70, seed=3, first_id=5),
+            CommonRoadSource([commonroad_dir, bad]),
+        ]
+    )
+    positions = [69, 0, 70, 4, 74, 1, 68, 2, *range(5, 66, 3)]  # out of order, both parts, a bad file
+    many = src.load_many(positions)
+    assert len(many) == len(positions) and isinstance(many[4], ScenarioError) and "bad.xml" in str(many[4])
+    for position, got in zip(positions, many, strict=True):
+        if position == 74:
+            continue
+        want = src.load(position)
+        assert (got.name, got.family, got.scenario_id) == (want.name, want.family, want.scenario_id)
+        for a, b in zip(
+            jax.tree_util.tree_leaves(got.scenario), jax.tree_util.tree_leaves(want.scenario), strict=True
+        ):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert ScenarioSource.load_many(src, [0, 74])[0].name == src.load(0).name
+
+
 def test_bad_commonroad_file_in_source_is_a_scenario_error(tmp_path):
     bad = tmp_path / "bad.xml"
     bad.write_text("<commonRoad")
