@@ -19,6 +19,7 @@ _EXPORTS = {
     "Scenario": "drivesim.core.types",
     "SignalPlan": "drivesim.core.types",
     "SimConfig": "drivesim.core.types",
+    "StepControls": "drivesim.core.types",
     "Trajectory": "drivesim.core.types",
     # road-user types
     "VEHICLE": "drivesim.core.types",

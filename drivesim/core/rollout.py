@@ -45,6 +45,7 @@ from drivesim.core.types import (
     RolloutMetrics,
     Scenario,
     SimConfig,
+    StepControls,
     pytree_dataclass,
     replace,
 )
@@ -247,31 +248,18 @@ def _leaders(state: SimState, scenario: Scenario, config: SimConfig, policy):
 
 
 def advance(
-    state: SimState,
-    scenario: Scenario,
-    config: SimConfig,
-    policy,
-    ego_action=None,
-    step_index=None,
-    zone_on=None,
-    full_edges=None,
+    state: SimState, scenario: Scenario, config: SimConfig, policy, controls: StepControls | None = None
 ) -> tuple[SimState, StepInfo]:
     """One simulation step of one scenario.
 
-    policy: the ego policy parameters for ``config.policy``; ego_action: optional
-    (accel [m/s^2], steer [rad]) pair of () arrays that overrides the policy (used by the RL
-    env), accel a correction to the ego's car follower (core.policies.corrected_accel) and
-    steer a correction to the lane keeper (core.policies.corrected_tan), as the MLP policy
-    drives; or an :class:`AgentActions` of corrections for several agents (the ego among
-    them or not: an ego not in it follows ``config.policy``);
-    step_index: optional unbatched () step counter shared by a whole batch (rollouts pass
-    it so the re-sort can be a real branch under vmap); zone_on: optional
-    core.neighbours.SearchesOn of unbatched () bools, False where no scenario of the batch
-    has crossing routes (skips the junction zone) or agents on bent routes (core.bends);
-    full_edges: optional unbatched () bool, every box corner against every lane (the exact
-    fallback's last round, core.edges.search).
+    policy: the ego policy parameters for ``config.policy``; controls: the step's optional
+    overrides and switches (:class:`~drivesim.core.types.StepControls`: an ego action, the
+    shared step counter, the fixed searches, every lane's edges; None: none of them).
     Finished or padding scenarios (t >= episode_length or valid=False) do not change.
     """
+    controls = controls or StepControls()
+    ego_action, step_index = controls.ego_action, controls.step_index
+    zone_on, full_edges = controls.zone_on, controls.full_edges
     a = state.agents
     t = state.t
     active = scenario.valid & (t < scenario.episode_length)
@@ -370,9 +358,8 @@ def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_ed
 
     def body(state, step_index):
         with stores_by_branch(step_index):
-            state, _info = advance(
-                state, scenario, config, policy, step_index=step_index, zone_on=zone_on, full_edges=full_edges
-            )
+            controls = StepControls(step_index=step_index, zone_on=zone_on, full_edges=full_edges)
+            state, _info = advance(state, scenario, config, policy, controls)
         return state, None
 
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
@@ -389,7 +376,8 @@ def rollouts(scenarios: Scenario, policy, config: SimConfig, zone_on=None) -> Ro
     def body(state, step_index):
         def one(st, scenario):
             with stores_by_branch(step_index):
-                return advance(st, scenario, config, policy, step_index=step_index, zone_on=zone_on)[0]
+                controls = StepControls(step_index=step_index, zone_on=zone_on)
+                return advance(st, scenario, config, policy, controls)[0]
 
         return jax.vmap(one)(state, scenarios), None
 

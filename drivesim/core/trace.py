@@ -15,7 +15,7 @@ from drivesim.core import neighbours
 from drivesim.core.collisions import collisions
 from drivesim.core.materialize import stores_by_branch
 from drivesim.core.rollout import advance, reset
-from drivesim.core.types import Scenario, SimConfig, pytree_dataclass
+from drivesim.core.types import Scenario, SimConfig, StepControls, pytree_dataclass
 
 
 @pytree_dataclass
@@ -60,7 +60,7 @@ def neighbour_trace(scenario: Scenario, policy, config: SimConfig) -> NeighbourT
 
     def body(state, step_index):
         with stores_by_branch(step_index):
-            state, info = advance(state, scenario, config, policy, step_index=step_index)
+            state, info = advance(state, scenario, config, policy, StepControls(step_index=step_index))
         a, proj = state.agents, state.proj
         zone = neighbours.zone_search(a, proj, state.crossings, state.reach, config)
         _pairs, hit, _ = collisions(a, config, zone)

@@ -15,7 +15,7 @@ from drivesim.core.fallback import exact_config
 from drivesim.core.materialize import stores_by_branch
 from drivesim.core.rollout import advance, finalize, reset
 from drivesim.core.search_choice import of_scenarios as platform_searches
-from drivesim.core.types import RolloutMetrics, Scenario, SimConfig, Trajectory, replace
+from drivesim.core.types import RolloutMetrics, Scenario, SimConfig, StepControls, Trajectory, replace
 
 
 def rollout_trajectory(
@@ -25,9 +25,8 @@ def rollout_trajectory(
 
     def body(state, step_index):
         with stores_by_branch(step_index):
-            state, _info = advance(
-                state, scenario, config, policy, step_index=step_index, zone_on=zone_on, full_edges=full_edges
-            )
+            controls = StepControls(step_index=step_index, zone_on=zone_on, full_edges=full_edges)
+            state, _info = advance(state, scenario, config, policy, controls)
         a = state.agents
         return state, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
 

@@ -328,6 +328,30 @@ class LaneChangeConfig:
             raise ValueError("LaneChangeConfig: decide_every >= 1, duration_s > 0 and b_safe > 0 required")
 
 
+@dataclass(frozen=True)
+class StepControls:
+    """What a caller of ``core.rollout.advance`` may set for one step besides the model
+    (every field optional; the default steps as a plain rollout does).
+
+    ego_action: (accel [m/s^2], steer [rad]) pair of () arrays that overrides the policy (the
+        RL env): accel a correction to the ego's car follower (core.policies.corrected_accel),
+        steer a correction to the lane keeper (core.policies.corrected_tan), as the MLP policy
+        drives; or a core.actions.AgentActions of corrections for several agents (an ego not in
+        it follows ``SimConfig.policy``).
+    step_index: unbatched () step counter shared by a whole batch (rollouts pass it so the
+        re-sort can be a real branch under vmap).
+    zone_on: core.neighbours.SearchesOn of unbatched () bools, False where no scenario of the
+        batch has crossing routes (skips the junction zone) or agents on bent routes.
+    full_edges: unbatched () bool, every box corner against every lane (the exact fallback's
+        last round, core.edges.search).
+    """
+
+    ego_action: Any = None
+    step_index: Any = None
+    zone_on: Any = None
+    full_edges: Any = None
+
+
 POSITION_UPDATES = ("euler", "ballistic")  # SimConfig.position_update
 
 

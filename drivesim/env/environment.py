@@ -26,7 +26,7 @@ import jax.numpy as jnp
 from drivesim.core import behavior
 from drivesim.core.observation import at_ego
 from drivesim.core.rollout import advance
-from drivesim.core.types import Array, SimConfig
+from drivesim.core.types import Array, SimConfig, StepControls
 from drivesim.env.observations import Neighbours
 from drivesim.env.pool import PoolSpec, ScenarioPool, build_pool, pick
 from drivesim.env.reward import Reward, RewardConfig, StepRecord
@@ -140,9 +140,8 @@ class DrivingEnv:
         scenario = self.scenario(episode.index)
         finite, accel, steer = self.controls(action)
         controls = (accel, steer)
-        sim, info = advance(
-            episode.sim, scenario, config, None, ego_action=controls, step_index=clock, zone_on=self.searches
-        )
+        step_controls = StepControls(ego_action=controls, step_index=clock, zone_on=self.searches)
+        sim, info = advance(episode.sim, scenario, config, None, step_controls)
         offset = at_ego(sim.agents.is_ego, sim.proj.d)
         gain = info.ego_progress - episode.progress
         record = StepRecord(info=info, progress_gain=gain, lane_offset=offset, dt=config.dt)

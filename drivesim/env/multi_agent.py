@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from drivesim.core.actions import AgentActions
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import advance
-from drivesim.core.types import Array, SimConfig
+from drivesim.core.types import Array, SimConfig, StepControls
 from drivesim.env.environment import DrivingEnv, fresh_state
 from drivesim.env.learned import agent_infos, agent_step, at, learned_ids, lookup_table, view
 from drivesim.env.pool import PoolSpec, ScenarioPool, build_pool, pick
@@ -104,9 +104,8 @@ class MultiAgentEnv(DrivingEnv):
             sim0.agents.agent_id, jnp.asarray(self.lookup), accel, steer, self.has_ego
         )
         policy = None if self.has_ego else idm_policy()
-        sim, info = advance(
-            sim0, scenario, config, policy, ego_action=controls, step_index=clock, zone_on=self.searches
-        )
+        step_controls = StepControls(ego_action=controls, step_index=clock, zone_on=self.searches)
+        sim, info = advance(sim0, scenario, config, policy, step_controls)
         step, where = agent_step(sim0, sim, ids, config)
         gain = step.arc - episode.last_arc  # absent agents read zeros (learned.at), so gain 0
         infos = agent_infos(info, step, episode.start_arc)
