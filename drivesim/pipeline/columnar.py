@@ -40,8 +40,7 @@ def plan_window(keys: np.ndarray, start: int, batch_size: int) -> list[PlannedBa
     the record planner)."""
     if len(keys) == 0:
         return []
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    uniq, inverse = unique_rows(keys)
     full, partial = [], []
     for k in range(len(uniq)):
         pos = start + np.flatnonzero(inverse == k)
@@ -57,6 +56,22 @@ def plan_window(keys: np.ndarray, start: int, batch_size: int) -> list[PlannedBa
     parts = merge_partial(partial, batch_size, filled)
     merged = [PlannedBatch(p[0], tuple(p), key.agents) for key, p in parts]
     return [batch for _, batch in sorted(full, key=lambda item: item[0])] + merged
+
+
+def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, axis=0, return_inverse=True)`` of (n, k) integer rows (same rows, same
+    lexicographic order, inverse (n,)), without its sort of whole rows: each column's codes
+    in sorted order, combined in mixed radix with the codes of the columns before (order
+    preserving; renumbered densely after each column, so below n * n), and the 1-d unique of
+    the last codes."""
+    if len(keys) and bool((keys == keys[0]).all()):  # one bucket: the common case
+        return keys[:1].copy(), np.zeros(len(keys), np.intp)
+    code = np.zeros(len(keys), np.int64)
+    for column in keys.T:
+        values, inverse = np.unique(column, return_inverse=True)
+        code = np.unique(code * len(values) + inverse.reshape(-1), return_inverse=True)[1].reshape(-1)
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return keys[first], inverse.reshape(-1)
 
 
 def _key(row: np.ndarray) -> BucketKey:
