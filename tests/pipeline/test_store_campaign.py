@@ -27,11 +27,11 @@ def _store(tmp_path, nan_at=()):
     write_store(path, records, row_group_size=16)
     if nan_at:
         table = pq.read_table(path)
-        xs = table.column("agents_x").to_pylist()
+        xs = table.column("agents_x").to_pylist()  # each row's float32 bytes (store v4)
         for row in nan_at:
-            xs[row][0] = float("nan")
+            xs[row] = np.float32(np.nan).tobytes() + xs[row][4:]
         k = table.schema.get_field_index("agents_x")
-        table = table.set_column(k, table.schema.field(k), pa.array(xs, pa.list_(pa.float32())))
+        table = table.set_column(k, table.schema.field(k), pa.array(xs, pa.large_binary()))
         pq.write_table(table, path)
     return path
 
@@ -75,11 +75,14 @@ def test_corrupt_row_is_a_failed_row(tmp_path):
 
 def _damage(path, row: int, column: str, value) -> None:
     """Set ``column`` of store row ``row`` to ``value`` (a scalar column) or its first
-    element to ``value`` (a list column), as a hostile editor of the file would."""
+    element to ``value`` (a float32 array column: binary in store v4, a list before), as a
+    hostile editor of the file would."""
     table = pq.read_table(path)
     k = table.schema.get_field_index(column)
     values = table.column(column).to_pylist()
-    if isinstance(values[row], list):
+    if isinstance(values[row], bytes):
+        values[row] = np.float32(value).tobytes() + values[row][4:]
+    elif isinstance(values[row], list):
         values[row][0] = value
     else:
         values[row] = value
