@@ -106,17 +106,17 @@ class ColumnarPlanner(Planner):
             ledger.close()
 
     def _window(self, store, start: int, stop_pos: int, batches: list[PlannedBatch], stop):
-        """(batch id, HostWork) of each batch of one window, decoded from one read."""
-        with Stopwatch() as read:
-            table = read_span(store, start, stop_pos)
-        spent = read.seconds
-        for batch in batches:
+        """(batch id, HostWork) of each batch of one window, decoded from its rows read as
+        far as the batch reaches (WindowRows): the first batch starts before the window is
+        read whole, and rows no later batch needs are let go."""
+        rows = WindowRows(store, start, stop_pos, batches)
+        for k, batch in enumerate(batches):
             if stop.is_set():
                 return
             with Stopwatch() as sw:
-                work = self._columns(table, start, batch)
-            work.load_s = sw.seconds + spent
-            spent = 0.0
+                table = rows.table(k)
+                work = self._columns(table, rows.first, batch)
+            work.load_s = sw.seconds
             yield work.batch_id, work
 
     def work(self, batch: PlannedBatch) -> HostWork:
@@ -141,3 +141,41 @@ class ColumnarPlanner(Planner):
             except ScenarioError:
                 pass  # the record path names each bad scenario
         return super().work(batch)  # the record path names each bad scenario
+
+
+class WindowRows:
+    """The rows of one window (positions start..stop-1) read row group by row group as its
+    batches (in their order) reach them: ``table(k)`` holds every row batch k needs, first
+    position ``first``, reading only the row groups not read yet and dropping those that
+    batch k and every later batch start after (the window's memory shrinks as it goes).
+    (Reading the next batch's rows in a thread of their own while one is decoded was no
+    faster: Arrow's read already spreads over the cores.)"""
+
+    def __init__(self, store, start: int, stop: int, batches: list[PlannedBatch]):
+        self.store, self.start, self.stop = store, start, stop
+        ends = [max(b.positions) + 1 if b.positions else start for b in batches]
+        lows = [min(b.positions) if b.positions else stop for b in batches]
+        self._need = np.maximum.accumulate(np.asarray(ends, np.int64))  # rows read for batch k
+        self._keep = np.minimum.accumulate(np.asarray(lows, np.int64)[::-1])[::-1]  # first row still needed
+        self._parts: list = []  # (first position, table) per read, in order
+        self._read_to = start
+        self.first = start
+
+    def table(self, k: int):
+        """The rows from ``first`` up to what batch ``k`` needs (one Arrow table, a chunk per
+        row group)."""
+        import pyarrow as pa
+
+        from drivesim.scenarios.store_columns import read_span
+
+        need = int(self._need[k])
+        if need > self._read_to:  # read to the end of the last row group: none read twice
+            last = self.store.row_groups(self._read_to, need)[-1]
+            end = min(self.stop, self.store.row_group_start(last) + int(self.store.row_group_rows[last]))
+            self._parts.append((self._read_to, read_span(self.store, self._read_to, end)))
+            self._read_to = end
+        keep = int(self._keep[k])
+        while len(self._parts) > 1 and self._parts[1][0] <= keep:
+            self._parts.pop(0)
+        self.first = self._parts[0][0]
+        return pa.concat_tables([t for _, t in self._parts])

@@ -165,3 +165,28 @@ def test_a_repeated_stored_id_is_a_failed_row(tmp_path):
         ]
         failed = [r for r in rows if r["status"] == "failed"]
         assert failed[0]["scenario_id"] == 2 and "also row 2" in failed[0]["error"], failed
+
+
+def test_window_rows_read_as_far_as_each_batch_reaches(tmp_path):
+    """WindowRows holds every row of batch k at ``position - first``, reads each row group
+    once, and lets go of the row groups no later batch needs."""
+    from drivesim.pipeline.columnar import WindowRows, plan_window
+    from drivesim.scenarios.store import ScenarioStore
+
+    records = [generate("highway", i, FamilyConfig(max_agents=30, steps=10)) for i in range(COUNT)]
+    path = tmp_path / "store.parquet"
+    write_store(path, records, row_group_size=5)
+    store = ScenarioStore(path)
+    start, stop = 3, COUNT - 2
+    batches = plan_window(store.bucket_keys().stacked()[start:stop], start, 4)
+    rows = WindowRows(store, start, stop, batches)
+    firsts, names = [], store.reader().read(columns=["name"]).column(0).to_pylist()
+    for k, batch in enumerate(batches):
+        table = rows.table(k)
+        firsts.append(rows.first)
+        got = table.column("name").to_pylist()
+        assert [got[p - rows.first] for p in batch.positions] == [names[p] for p in batch.positions]
+        assert rows.first + table.num_rows <= stop
+    assert firsts == sorted(firsts) and firsts[0] == start
+    full = [b for b in batches if len(b.positions) == 4]
+    assert len(full) > 2 and firsts[len(full) - 1] > start  # the early row groups were let go
