@@ -47,15 +47,28 @@ def range_problem(fields: Mapping[str, np.ndarray]) -> tuple[str, str] | None:
     for name, values in fields.items():
         if name not in BOUNDS:
             continue
-        v = np.asarray(values, np.float64)
+        v = np.asarray(values)
+        if v.dtype.kind not in "fiu":
+            v = v.astype(np.float64)
         if v.size == 0:
             continue
-        if not np.all(np.isfinite(v)):
-            return name, "non-finite value (NaN or Inf)"
-        lo, hi, open_lo = BOUNDS[name]
-        low, high = float(v.min()), float(v.max())
-        if high > hi or low < lo or (open_lo and low <= lo):
-            bad = high if high > hi else low
-            left = "(" if open_lo else "["
-            return name, f"value {bad:g} outside the physical range {left}{lo:g}, {hi:g}]"
+        problem = extent_problem(name, float(v.min()), float(v.max()))
+        if problem is not None:
+            return problem
+    return None
+
+
+def extent_problem(name: str, low: float, high: float) -> tuple[str, str] | None:
+    """(name, reason) when values of field ``name`` whose least is ``low`` and greatest is
+    ``high`` (NaN when any value is NaN: NumPy's min and max propagate it) are non-finite or
+    outside :data:`BOUNDS`; None otherwise (and for a name not in BOUNDS)."""
+    if name not in BOUNDS:
+        return None
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return name, "non-finite value (NaN or Inf)"
+    lo, hi, open_lo = BOUNDS[name]
+    if high > hi or low < lo or (open_lo and low <= lo):
+        bad = high if high > hi else low
+        left = "(" if open_lo else "["
+        return name, f"value {bad:g} outside the physical range {left}{lo:g}, {hi:g}]"
     return None

@@ -40,8 +40,7 @@ def plan_window(keys: np.ndarray, start: int, batch_size: int) -> list[PlannedBa
     the record planner)."""
     if len(keys) == 0:
         return []
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    uniq, inverse = unique_rows(keys)
     full, partial = [], []
     for k in range(len(uniq)):
         pos = start + np.flatnonzero(inverse == k)
@@ -57,6 +56,22 @@ def plan_window(keys: np.ndarray, start: int, batch_size: int) -> list[PlannedBa
     parts = merge_partial(partial, batch_size, filled)
     merged = [PlannedBatch(p[0], tuple(p), key.agents) for key, p in parts]
     return [batch for _, batch in sorted(full, key=lambda item: item[0])] + merged
+
+
+def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, axis=0, return_inverse=True)`` of (n, k) integer rows (same rows, same
+    lexicographic order, inverse (n,)), without its sort of whole rows: each column's codes
+    in sorted order, combined in mixed radix with the codes of the columns before (order
+    preserving; renumbered densely after each column, so below n * n), and the 1-d unique of
+    the last codes."""
+    if len(keys) and bool((keys == keys[0]).all()):  # one bucket: the common case
+        return keys[:1].copy(), np.zeros(len(keys), np.intp)
+    code = np.zeros(len(keys), np.int64)
+    for column in keys.T:
+        values, inverse = np.unique(column, return_inverse=True)
+        code = np.unique(code * len(values) + inverse.reshape(-1), return_inverse=True)[1].reshape(-1)
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return keys[first], inverse.reshape(-1)
 
 
 def _key(row: np.ndarray) -> BucketKey:
@@ -91,17 +106,17 @@ class ColumnarPlanner(Planner):
             ledger.close()
 
     def _window(self, store, start: int, stop_pos: int, batches: list[PlannedBatch], stop):
-        """(batch id, HostWork) of each batch of one window, decoded from one read."""
-        with Stopwatch() as read:
-            table = read_span(store, start, stop_pos)
-        spent = read.seconds
-        for batch in batches:
+        """(batch id, HostWork) of each batch of one window, decoded from its rows read as
+        far as the batch reaches (WindowRows): the first batch starts before the window is
+        read whole, and rows no later batch needs are let go."""
+        rows = WindowRows(store, start, stop_pos, batches)
+        for k, batch in enumerate(batches):
             if stop.is_set():
                 return
             with Stopwatch() as sw:
-                work = self._columns(table, start, batch)
-            work.load_s = sw.seconds + spent
-            spent = 0.0
+                table = rows.table(k)
+                work = self._columns(table, rows.first, batch)
+            work.load_s = sw.seconds
             yield work.batch_id, work
 
     def work(self, batch: PlannedBatch) -> HostWork:
@@ -126,3 +141,41 @@ class ColumnarPlanner(Planner):
             except ScenarioError:
                 pass  # the record path names each bad scenario
         return super().work(batch)  # the record path names each bad scenario
+
+
+class WindowRows:
+    """The rows of one window (positions start..stop-1) read row group by row group as its
+    batches (in their order) reach them: ``table(k)`` holds every row batch k needs, first
+    position ``first``, reading only the row groups not read yet and dropping those that
+    batch k and every later batch start after (the window's memory shrinks as it goes).
+    (Reading the next batch's rows in a thread of their own while one is decoded was no
+    faster: Arrow's read already spreads over the cores.)"""
+
+    def __init__(self, store, start: int, stop: int, batches: list[PlannedBatch]):
+        self.store, self.start, self.stop = store, start, stop
+        ends = [max(b.positions) + 1 if b.positions else start for b in batches]
+        lows = [min(b.positions) if b.positions else stop for b in batches]
+        self._need = np.maximum.accumulate(np.asarray(ends, np.int64))  # rows read for batch k
+        self._keep = np.minimum.accumulate(np.asarray(lows, np.int64)[::-1])[::-1]  # first row still needed
+        self._parts: list = []  # (first position, table) per read, in order
+        self._read_to = start
+        self.first = start
+
+    def table(self, k: int):
+        """The rows from ``first`` up to what batch ``k`` needs (one Arrow table, a chunk per
+        row group)."""
+        import pyarrow as pa
+
+        from drivesim.scenarios.store_columns import read_span
+
+        need = int(self._need[k])
+        if need > self._read_to:  # read to the end of the last row group: none read twice
+            last = self.store.row_groups(self._read_to, need)[-1]
+            end = min(self.stop, self.store.row_group_start(last) + int(self.store.row_group_rows[last]))
+            self._parts.append((self._read_to, read_span(self.store, self._read_to, end)))
+            self._read_to = end
+        keep = int(self._keep[k])
+        while len(self._parts) > 1 and self._parts[1][0] <= keep:
+            self._parts.pop(0)
+        self.first = self._parts[0][0]
+        return pa.concat_tables([t for _, t in self._parts])

@@ -1,9 +1,10 @@
 """drivesim's own scenario store: one Parquet file, one row per scenario, columnar.
 
-Every Scenario field is a column (``agents_x``, ``road_centers``, ``log_xy``, ...): arrays are
-flattened into list columns. Schema version 3 (version 2 plus ``agents_kind``, the road-user
-type; a version-2 store still reads, every agent a vehicle) stores each row *padded to its
-bucket* (agent, lane, point and log-length classes, in the ``class_*`` columns) beside its own dims
+Every Scenario field is a column (``agents_x``, ``road_centers``, ``log_xy``, ...). Schema
+version 4 stores an array as one binary value per row, versions 2 and 3 as a list column; both
+read (drivesim.scenarios.store_arrays). Version 3 (version 2 plus ``agents_kind``, the
+road-user type; a version-2 store still reads, every agent a vehicle) stores each row *padded
+to its bucket* (agent, lane, point and log-length classes, in the ``class_*`` columns) beside its own dims
 (``num_agents`` N, ``num_lanes`` L, ``num_points`` P, ``log_steps`` T), so
 
 * rows of one bucket have equal list lengths: a batch of one bucket is a ``take`` of whole
@@ -39,12 +40,15 @@ from drivesim.core.types import AgentState, IDMParams, LogTrajectory, RoadMap, S
 from drivesim.core.validate import ScenarioError, validate_scenario
 from drivesim.scenarios.batching import BucketKey, bucket_key, stack_bucket
 from drivesim.scenarios.record import ScenarioRecord
+from drivesim.scenarios.store_arrays import array_column, binary_column, zeros_like_column
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+# the first version whose array columns are binary (before it: list columns)
+BINARY_SINCE = 4
 # columns added after version 2, absent from a version-1 or -2 store: agents_kind reads as
 # zeros (every agent a vehicle), the signal columns as no signals
 ADDED_COLUMNS = ("agents_kind",)
-READ_VERSIONS = (1, 2, SCHEMA_VERSION)
+READ_VERSIONS = (1, 2, 3, SCHEMA_VERSION)
 VERSION_KEY = b"drivesim.schema_version"
 
 F32, I32, BOOL = np.float32, np.int32, np.bool_
@@ -92,14 +96,16 @@ def column_name(path: str) -> str:
     return path.replace(".", "_")
 
 
-def schema() -> pa.Schema:
-    """The Arrow schema of a store (list columns for arrays, nullable log columns)."""
+def schema(version: int = SCHEMA_VERSION) -> pa.Schema:
+    """The Arrow schema of a store of ``version`` (arrays: binary columns from BINARY_SINCE,
+    list columns before; nullable log columns)."""
     cols = [pa.field(n, t, nullable=(n == "log_steps")) for n, t in META_COLUMNS]
     cols += [pa.field(n, pa.int32(), nullable=(n == "class_log")) for n in CLASS_COLUMNS]
     for path, dtype, shape in FIELDS:
-        t = ARROW[dtype] if shape == () else pa.list_(ARROW[dtype])
+        array = pa.large_binary() if version >= BINARY_SINCE else pa.list_(ARROW[dtype])
+        t = ARROW[dtype] if shape == () else array
         cols.append(pa.field(column_name(path), t, nullable=path.startswith("log.")))
-    return pa.schema(cols, metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()})
+    return pa.schema(cols, metadata={VERSION_KEY: str(version).encode()})
 
 
 def stored_column(table: pa.Table, name: str, combine: bool = True) -> pa.Array | pa.ChunkedArray | None:
@@ -113,9 +119,7 @@ def stored_column(table: pa.Table, name: str, combine: bool = True) -> pa.Array 
         return None
     if name not in ADDED_COLUMNS:
         return table.column(name).combine_chunks()  # the missing column's own error
-    like = table.column("agents_valid").combine_chunks()
-    zeros = pa.array(np.zeros(len(like.values), I32))
-    return pa.ListArray.from_arrays(like.offsets, zeros)
+    return zeros_like_column(table.column("agents_valid").combine_chunks(), BOOL, I32)
 
 
 def field_shape(shape: tuple, dims: dict) -> tuple[int, ...]:
@@ -134,10 +138,12 @@ def leaf(sc: Scenario, path: str):
 
 
 # Parquet encoding of a store, chosen by measurement (a W32 highway store, 16,384 rows):
-# dictionary pages only for the repeated string columns (family, source; the float lists are
-# near-unique, where a dictionary page grows the file and slows the read), LZ4 pages, and row
-# groups of 4,096 rows (a campaign reads whole windows; row groups of 512 read at half the
-# rate). Stores written with other encodings read the same.
+# dictionary pages only for the repeated string columns (family, source; the float arrays are
+# near-unique, where a dictionary page grows the file and slows the read), LZ4 pages (the
+# random float columns do not compress, but the constant ones do: a binary store without
+# compression is 1.8x the bytes and reads at the same CPU cost), and row groups of 4,096 rows
+# (a campaign reads whole windows; row groups of 512 read at half the rate). Stores written
+# with other encodings read the same.
 ROW_GROUP_ROWS = 4096
 WRITE_OPTIONS = {
     "compression": "lz4",
@@ -263,11 +269,9 @@ def _bucket_table(records: list[ScenarioRecord], key: BucketKey) -> pa.Table:
         if shape == ():
             data[name] = pa.array(np.asarray(value, dtype).reshape(b))
         elif value is None:
-            data[name] = pa.nulls(b, pa.list_(ARROW[dtype]))
+            data[name] = pa.nulls(b, pa.large_binary())
         else:
-            flat: np.ndarray = np.ascontiguousarray(value, dtype).reshape(b, -1)
-            offsets = pa.array(np.arange(b + 1, dtype=np.int32) * flat.shape[1])
-            data[name] = pa.ListArray.from_arrays(offsets, pa.array(flat.reshape(-1)))
+            data[name] = binary_column(np.asarray(value).reshape(b, -1), dtype)
     return pa.table(data, schema=schema())
 
 
@@ -400,9 +404,7 @@ class _RowGroup:
             if shape == ():
                 self.columns[path] = (col.to_numpy(zero_copy_only=False).astype(dtype), None, None)
             else:
-                values = col.values.to_numpy(zero_copy_only=False).astype(dtype)
-                null = col.is_null().to_numpy(zero_copy_only=False)
-                self.columns[path] = (values, col.offsets.to_numpy(), null)
+                self.columns[path] = array_column(col, dtype)
 
 
 def _decode(group: _RowGroup, row: int, where: str) -> ScenarioRecord:

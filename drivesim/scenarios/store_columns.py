@@ -15,12 +15,22 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from drivesim.core.ranges import range_problem
+from drivesim.core.ranges import extent_problem
 from drivesim.core.types import AgentState, IDMParams, LogTrajectory, RoadMap, Scenario
 from drivesim.core.validate import ScenarioError
-from drivesim.scenarios.store import CLASS_COLUMNS, FIELDS, column_name, field_shape, signal_of, stored_column
+from drivesim.scenarios.store import (
+    CLASS_COLUMNS,
+    FIELDS,
+    column_name,
+    field_shape,
+    signal_of,
+    stored_column,
+)
+from drivesim.scenarios.store_arrays import array_column
 
 INFO_COLUMNS = ("family", "source", "name")
+ALIGN = 64  # bytes: the alignment XLA's CPU client needs to share a host buffer
+AGENT_FLOATS = ("x", "y", "heading", "speed", "accel", "length", "width")
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,7 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
     key = _common_key(t, where)
     dims = dict(zip(("N", "L", "P", "T"), key, strict=True))
     total = max(b, padded_batch or 0)
+    arena = Arena(total, dims)
     leaves = {}
     for path, dtype, shape in FIELDS:
         name = column_name(path)
@@ -84,11 +95,15 @@ def decode_batch(table: pa.Table, rows, positions, padded_batch: int | None, whe
         if col is None:
             continue
         if shape == ():
-            leaves[path] = _pad_rows(col.to_numpy(zero_copy_only=False).astype(dtype), total, path)
+            leaves[path] = _pad_rows(col.to_numpy(zero_copy_only=False), arena.take((), dtype), path)
             continue
         if path.startswith("log.") and dims["T"] is None:
             continue
-        leaves[path] = _list_rows(col, dtype, field_shape(shape, dims), total, (where, name))
+        full = field_shape(shape, dims)
+        if "signal.line_s" in leaves and not np.isfinite(leaves["signal.line_s"]).any():
+            _chunks(col, dtype, full, (where, name))  # no stop line: checked, not copied (no signal)
+            continue
+        leaves[path] = _list_rows(col, arena.take(full, dtype), (where, name))
     scenario = _scenario(leaves)
     _check(scenario, b, where)
     _check_counts(t, scenario, b, where)
@@ -119,35 +134,71 @@ def _common_key(t: pa.Table, where: str) -> tuple:
     return tuple(key)
 
 
-def _list_rows(col, dtype, full: tuple[int, ...], total: int, where: tuple[str, str]) -> np.ndarray:
-    """A list column (b rows, each prod(full) values; a ChunkedArray or an Array) as
-    (total, *full) ``dtype``, chunk by chunk into one array (no combined copy of the column
-    first); padding rows copy row 0 (as _pad_rows). ScenarioError when a list does not fill
-    ``full`` or is null; ``where``: (file, column) for it."""
+def _list_rows(col, out: np.ndarray, where: tuple[str, str]) -> np.ndarray:
+    """An array column (b rows, each prod(full) values; a ChunkedArray or an Array) copied
+    into ``out`` (total, *full), chunk by chunk (no combined copy of the column first);
+    padding rows copy row 0 (as _pad_rows). ScenarioError as ``_chunks``."""
+    total, full = out.shape[0], out.shape[1:]
     size = int(np.prod(full))
-    out = np.empty((total, *full), dtype)
     flat = out.reshape(total, size)
     row = 0
-    for chunk in getattr(col, "chunks", [col]):
-        n = len(chunk)
-        if chunk.null_count or not np.all(np.diff(chunk.offsets.to_numpy()) == size):
-            raise ScenarioError(f"a row's list does not fill shape {full}", path=where[0], field=where[1])
-        flat[row : row + n] = chunk.flatten().to_numpy(zero_copy_only=False).reshape(n, size)
+    for values, n in _chunks(col, out.dtype, full, where):
+        flat[row : row + n] = values.reshape(n, size)
         row += n
     out[row:] = out[0]
     return out
 
 
-def _pad_rows(values: np.ndarray, total: int, path: str) -> np.ndarray:
-    """values (b, ...) extended to ``total`` rows: padding scenarios copy row 0, except
-    scenario_id -1 and valid False (as batching.stack_bucket)."""
-    b = values.shape[0]
-    if total == b:
-        return values
-    out = np.empty((total, *values.shape[1:]), values.dtype)
-    out[:b] = values
-    out[b:] = {"scenario_id": -1, "valid": False}.get(path, values[0])
+def _chunks(col, dtype, full: tuple[int, ...], where: tuple[str, str]) -> list[tuple[np.ndarray, int]]:
+    """(values, rows) of each chunk of an array column (binary or list: store.array_column),
+    the rows' values back to back. ScenarioError when a row does not fill ``full`` or is null;
+    ``where``: (file, column) for it."""
+    size = int(np.prod(full))
+    out = []
+    for chunk in getattr(col, "chunks", [col]):
+        values, offsets, null = array_column(chunk, dtype)
+        if null.any() or not np.all(np.diff(offsets) == size):
+            raise ScenarioError(f"a row's array does not fill shape {full}", path=where[0], field=where[1])
+        out.append((values, len(chunk)))
     return out
+
+
+def _pad_rows(values: np.ndarray, out: np.ndarray, path: str) -> np.ndarray:
+    """values (b,) copied into ``out`` (total,): padding scenarios copy row 0, except
+    scenario_id -1 and valid False (as batching.stack_bucket)."""
+    b, total = values.shape[0], out.shape[0]
+    out[:b] = values
+    if total > b:
+        out[b:] = {"scenario_id": -1, "valid": False}.get(path, values[0])
+    return out
+
+
+class Arena:
+    """The leaves of one decoded batch, carved from one allocation: each leaf C-contiguous
+    and starting on a 64-byte boundary (NumPy's own arrays start 16 bytes past one), which
+    jax.device_put to a CPU device shares instead of copying. One large allocation also
+    takes the kernel's huge pages (NumPy advises them), so filling it faults a few pages
+    where a leaf each would fault thousands. Sized for every field of FIELDS at ``dims``
+    (T None: no log), ``total`` rows each."""
+
+    def __init__(self, total: int, dims: dict):
+        sizes = [_leaf_bytes(total, field_shape(shape, dims), dtype) for path, dtype, shape in FIELDS]
+        self.total = total
+        self._raw = np.empty(sum(sizes) + ALIGN * (len(sizes) + 1), np.uint8)
+        self._at = -self._raw.ctypes.data % ALIGN
+
+    def take(self, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """An uninitialised (total, *shape) ``dtype`` array of the arena."""
+        nbytes = _leaf_bytes(self.total, shape, dtype)
+        out = self._raw[self._at : self._at + nbytes].view(dtype).reshape(self.total, *shape)
+        self._at += -(-nbytes // ALIGN) * ALIGN
+        return out
+
+
+def _leaf_bytes(total: int, shape: tuple, dtype) -> int:
+    if any(d is None for d in shape):  # a log field of a batch without logs
+        return 0
+    return total * int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
 
 
 def _scenario(leaves: dict) -> Scenario:
@@ -167,8 +218,26 @@ def _scenario(leaves: dict) -> Scenario:
     )
 
 
+def _extent(values, mask) -> tuple[float, float] | None:
+    """(least, greatest) of ``values`` (b, ...) where ``mask`` (b, k) (its leading axes; None:
+    everywhere) holds, NaN when a checked value is NaN; None when nothing is checked. Reduces
+    in place: no masked copy of the column, no widened dtype."""
+    if mask is None or mask.all():
+        if values.size == 0:
+            return None
+        return float(values.min()), float(values.max())
+    if not mask.any():
+        return None
+    where = mask.reshape(mask.shape + (1,) * (values.ndim - mask.ndim))
+    return (
+        float(np.min(values, where=where, initial=np.inf)),
+        float(np.max(values, where=where, initial=-np.inf)),
+    )
+
+
 def _check(sc: Scenario, b: int, where: str) -> None:
-    """Vectorized validation of the first ``b`` rows (validate_scenario's value checks)."""
+    """Vectorized validation of the first ``b`` rows (validate_scenario's value checks, in its
+    order), from each checked column's extent over its real entries."""
     ag = sc.agents
     valid = ag.valid[:b]
     fail = lambda field, reason: ScenarioError(reason, path=where, field=field)  # noqa: E731
@@ -178,12 +247,13 @@ def _check(sc: Scenario, b: int, where: str) -> None:
     n = valid.shape[1]
     if np.any((ego < 0) | (ego >= n)) or not np.all(valid[np.arange(b), np.clip(ego, 0, n - 1)]):
         raise fail("ego_index", "ego index is not a valid agent slot")
-    for name in ("x", "y", "heading", "speed", "accel", "length", "width"):
-        if not np.all(np.isfinite(getattr(ag, name)[:b][valid])):
+    extents = {f"agents.{k}": _extent(getattr(ag, k)[:b], valid) for k in AGENT_FLOATS}
+    for name in AGENT_FLOATS:
+        if not _finite(extents[f"agents.{name}"]):
             raise fail(f"agents.{name}", "non-finite value (NaN or Inf)")
-    if np.any(ag.length[:b][valid] <= 0) or np.any(ag.width[:b][valid] <= 0):
+    if any(e is not None and e[0] <= 0 for e in (extents["agents.length"], extents["agents.width"])):
         raise fail("agents.length/width", "box size must be > 0")
-    if not np.all(np.isfinite(sc.road.centers[:b])):
+    if not _finite(_extent(sc.road.centers[:b], None)):
         raise fail("road.centers", "non-finite lane point")
     if np.any(sc.episode_length[:b] < 1):
         raise fail("episode_length", "episode length must be >= 1")
@@ -193,24 +263,30 @@ def _check(sc: Scenario, b: int, where: str) -> None:
                 raise fail(f"signal.{name}", "NaN value")
         if np.any(sc.signal.cycle[:b][valid] <= 0):
             raise fail("signal.cycle", "cycle length must be > 0 s")
-    problem = range_problem(_range_fields(sc, b, valid))
-    if problem is not None:
-        raise fail(*problem)
+    for name, (values, mask) in _range_fields(sc, b, valid).items():
+        extent = extents[name] if name in extents else _extent(values, mask)
+        problem = None if extent is None else extent_problem(name, *extent)
+        if problem is not None:
+            raise fail(*problem)
+
+
+def _finite(extent: tuple[float, float] | None) -> bool:
+    return extent is None or bool(np.isfinite(extent[0]) and np.isfinite(extent[1]))
 
 
 def _range_fields(sc: Scenario, b: int, valid) -> dict:
-    """The physical-range fields of validate_scenario over the first ``b`` rows, padding
-    agents and lanes masked out."""
+    """The physical-range fields of validate_scenario over the first ``b`` rows, in its order:
+    name -> (values (b, ...), mask of the real entries (b, k) over its leading axes)."""
     ag, idm, road = sc.agents, sc.idm, sc.road
     fields = {
-        f"agents.{k}": getattr(ag, k)[:b][valid] for k in ("x", "y", "speed", "accel", "length", "width")
+        f"agents.{k}": (getattr(ag, k)[:b], valid) for k in ("x", "y", "speed", "accel", "length", "width")
     }
-    fields |= {f"idm.{k}": getattr(idm, k)[:b][valid] for k in idm.__dataclass_fields__}
+    fields |= {f"idm.{k}": (getattr(idm, k)[:b], valid) for k in idm.__dataclass_fields__}
     lanes = road.lane_valid[:b].astype(bool)
-    fields |= {"road.widths": road.widths[:b][lanes], "road.centers": road.centers[:b][lanes]}
+    fields |= {"road.widths": (road.widths[:b], lanes), "road.centers": (road.centers[:b], lanes)}
     if sc.log is not None:
         logged = sc.log.valid[:b].astype(bool)
-        fields |= {"log.xy": sc.log.xy[:b][logged], "log.speed": sc.log.speed[:b][logged]}
+        fields |= {"log.xy": (sc.log.xy[:b], logged), "log.speed": (sc.log.speed[:b], logged)}
     return fields
 
 

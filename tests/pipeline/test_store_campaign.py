@@ -27,11 +27,11 @@ def _store(tmp_path, nan_at=()):
     write_store(path, records, row_group_size=16)
     if nan_at:
         table = pq.read_table(path)
-        xs = table.column("agents_x").to_pylist()
+        xs = table.column("agents_x").to_pylist()  # each row's float32 bytes (store v4)
         for row in nan_at:
-            xs[row][0] = float("nan")
+            xs[row] = np.float32(np.nan).tobytes() + xs[row][4:]
         k = table.schema.get_field_index("agents_x")
-        table = table.set_column(k, table.schema.field(k), pa.array(xs, pa.list_(pa.float32())))
+        table = table.set_column(k, table.schema.field(k), pa.array(xs, pa.large_binary()))
         pq.write_table(table, path)
     return path
 
@@ -75,11 +75,14 @@ def test_corrupt_row_is_a_failed_row(tmp_path):
 
 def _damage(path, row: int, column: str, value) -> None:
     """Set ``column`` of store row ``row`` to ``value`` (a scalar column) or its first
-    element to ``value`` (a list column), as a hostile editor of the file would."""
+    element to ``value`` (a float32 array column: binary in store v4, a list before), as a
+    hostile editor of the file would."""
     table = pq.read_table(path)
     k = table.schema.get_field_index(column)
     values = table.column(column).to_pylist()
-    if isinstance(values[row], list):
+    if isinstance(values[row], bytes):
+        values[row] = np.float32(value).tobytes() + values[row][4:]
+    elif isinstance(values[row], list):
         values[row][0] = value
     else:
         values[row] = value
@@ -162,3 +165,28 @@ def test_a_repeated_stored_id_is_a_failed_row(tmp_path):
         ]
         failed = [r for r in rows if r["status"] == "failed"]
         assert failed[0]["scenario_id"] == 2 and "also row 2" in failed[0]["error"], failed
+
+
+def test_window_rows_read_as_far_as_each_batch_reaches(tmp_path):
+    """WindowRows holds every row of batch k at ``position - first``, reads each row group
+    once, and lets go of the row groups no later batch needs."""
+    from drivesim.pipeline.columnar import WindowRows, plan_window
+    from drivesim.scenarios.store import ScenarioStore
+
+    records = [generate("highway", i, FamilyConfig(max_agents=30, steps=10)) for i in range(COUNT)]
+    path = tmp_path / "store.parquet"
+    write_store(path, records, row_group_size=5)
+    store = ScenarioStore(path)
+    start, stop = 3, COUNT - 2
+    batches = plan_window(store.bucket_keys().stacked()[start:stop], start, 4)
+    rows = WindowRows(store, start, stop, batches)
+    firsts, names = [], store.reader().read(columns=["name"]).column(0).to_pylist()
+    for k, batch in enumerate(batches):
+        table = rows.table(k)
+        firsts.append(rows.first)
+        got = table.column("name").to_pylist()
+        assert [got[p - rows.first] for p in batch.positions] == [names[p] for p in batch.positions]
+        assert rows.first + table.num_rows <= stop
+    assert firsts == sorted(firsts) and firsts[0] == start
+    full = [b for b in batches if len(b.positions) == 4]
+    assert len(full) > 2 and firsts[len(full) - 1] > start  # the early row groups were let go

@@ -88,7 +88,7 @@ def test_store_row_with_nan_idm_fails_that_scenario_only(tmp_path):
     table = pq.read_table(path)
     name = next(n for n in table.column_names if n.endswith("v0"))
     values = table.column(name).to_pylist()
-    values[1] = [float("nan")] * len(values[1])
+    values[1] = np.full(len(values[1]) // 4, np.nan, np.float32).tobytes()  # binary column (store v4)
     index = table.column_names.index(name)
     table = table.set_column(
         index, table.schema.field(index), pa.array(values, table.schema.field(index).type)

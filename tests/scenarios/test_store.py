@@ -173,6 +173,6 @@ def test_store_pages_dictionary_only_for_repeated_strings(tmp_path):
     dictionary = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
     for name in ("family", "source"):
         assert dictionary & set(columns[name].encodings), name
-    for name in ("name", "agents_x.list.element", "road_centers.list.element"):
+    for name in ("name", "agents_x", "road_centers"):
         assert not dictionary & set(columns[name].encodings), name
     assert {c.compression for c in columns.values()} == {"LZ4"}
