@@ -54,10 +54,11 @@ def test_a_start_checks_once_and_writes_what_was_resolved(monkeypatch, tmp_path)
     assert len(calls) == 1  # not once by the CLI and again by the library
     (directory,) = (tmp_path / "runs").iterdir()
     assert directory.name.startswith("run-") and read_config(directory) == calls[0]
-    again = CliRunner().invoke(app, [*args[:-2], "--steps", "4"])  # another campaign
+    other = [*args, "--seed", "1"]  # another campaign, the same compiled programs
+    again = CliRunner().invoke(app, other)
     assert again.exit_code == 0, again.output  # in its own directory (another hash)
     assert len(list((tmp_path / "runs").iterdir())) == 2 and len(calls) == 2
-    refused = CliRunner().invoke(app, [*args[:-2], "--steps", "4", "--out", str(directory)])
+    refused = CliRunner().invoke(app, [*other, "--out", str(directory)])
     assert isinstance(refused.exception, ConfigError) and "holds a different" in str(refused.exception)
     assert "campaign" not in refused.output  # refused before anything is printed
 
