@@ -11,6 +11,7 @@ import typer
 from drivesim.commands import run_outcome
 from drivesim.commands.report import ImportPolicyOpt
 from drivesim.pipeline.validation import BOUNDS
+from drivesim.report.rates import rate
 
 
 def distributed_config(coordinator: str | None, num_processes: int | None, process_id: int | None):
@@ -441,7 +442,7 @@ def _run(config, live_html: bool) -> None:
     console.print(
         f"done: {result.done:,}/{result.total:,} scenarios ({result.skipped:,} from an earlier run), "
         f"{result.failed:,} failed, {result.failed_batches} batches failed; "
-        f"{result.scenarios_per_s:,.1f} scenarios/s on {result.device_count} devices"
+        f"{rate(result.scenarios_per_s)} scenarios/s on {result.device_count} devices"
         + (f", batches of {result.batch_size:,}" if result.batch_size else "")
     )
     console.print(

@@ -33,6 +33,7 @@ from drivesim.report.figures_perf import devices_section, memory_section, phases
 from drivesim.report.figures_realism import realism_section
 from drivesim.report.figures_scale import scaling_section
 from drivesim.report.figures_workers import workers_section
+from drivesim.report.rates import rate
 from drivesim.report.worst import worst_section
 
 # each builds a Section from CampaignData; None leaves its section out of the page
@@ -153,7 +154,7 @@ def _header(data: CampaignData, title: str) -> str:
     if data.outcomes is not None:
         key.append(f"{data.outcomes.total:,} results, {data.outcomes.failed:,} failed")
     if tp is not None:
-        key.append(f"{tp.mean:,.1f} scenarios/s mean")
+        key.append(f"{rate(tp.mean)} scenarios/s mean")
     summary = f'<p class="summary">{esc(" · ".join(key))}</p>' if key else ""
     return f'<h1>{esc(title)}</h1>{summary}<table class="header">{rows}</table>'
 

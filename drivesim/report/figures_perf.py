@@ -13,6 +13,7 @@ from drivesim.report import analysis
 from drivesim.report.analysis import PHASES, column, downsample
 from drivesim.report.blocks import Section, esc, layout, note, table, verdict
 from drivesim.report.data import CampaignData, DeviceBusy, device_busy, stat
+from drivesim.report.rates import rate
 
 MAX_BARS = 300
 MIB = 1024.0 * 1024.0
@@ -94,12 +95,6 @@ def bench_table(records: list[dict]):
         rows,
         caption="Benchmarks (bench/*.jsonl)",
     )
-
-
-def rate(per_second: float) -> str:
-    """A rate for a sentence: whole numbers from 100 up, else three significant digits (a
-    small campaign's last batch of 4 scenarios in 28 s reads 0.143/s, not 0.0/s)."""
-    return f"{per_second:,.0f}" if per_second >= 100 else f"{per_second:.3g}"
 
 
 def phases_section(data: CampaignData) -> Section:

@@ -31,6 +31,7 @@ from rich.table import Table
 from drivesim.parallel.memory import host_rss
 from drivesim.report.analysis import PHASES
 from drivesim.report.plain_progress import PlainProgress
+from drivesim.report.rates import rate
 
 RATE_WINDOW = 8
 
@@ -143,7 +144,7 @@ def stats_table(s: LiveState) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="dim")
     table.add_column()
-    table.add_row("scenarios/s", f"now {s.rate_now:,.1f}   mean {s.rate_mean:,.1f}")
+    table.add_row("scenarios/s", f"now {rate(s.rate_now)}   mean {rate(s.rate_mean)}")
     if s.phases:
         parts = [f"{label} {_seconds(s.phases.get(key))}" for key, label in PHASES]
         table.add_row("last batch", "   ".join(parts))

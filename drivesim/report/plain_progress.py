@@ -13,6 +13,8 @@ import threading
 import time
 from typing import IO
 
+from drivesim.report.rates import rate
+
 PLAIN_EVERY_S = 10.0
 
 
@@ -49,7 +51,7 @@ class PlainProgress:
         parts = [f"{self.title}: {s.done:,}/{s.total:,}" if s.total else f"{self.title}: {s.done:,}"]
         if s.total:
             parts[0] += f" ({100.0 * s.done / s.total:.1f}%)"
-        parts.append(f"{s.rate_now:,.1f}/s now, {s.rate_mean:,.1f}/s mean")
+        parts.append(f"{rate(s.rate_now)}/s now, {rate(s.rate_mean)}/s mean")
         if s.failed:
             parts.append(f"{s.failed:,} failed")
         if s.total and s.rate_mean > 0 and s.done < s.total:

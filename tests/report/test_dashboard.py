@@ -131,7 +131,7 @@ def test_phase_bars_are_evenly_spaced_and_labelled_by_batch_id():
 
 
 def test_rates_keep_their_digits():
-    from drivesim.report.figures_perf import rate
+    from drivesim.report.rates import rate
 
     assert [rate(v) for v in (0.1428, 2.274, 15.33, 123.4, 45678.9)] == [
         "0.143",
