@@ -65,7 +65,9 @@ def simulate_trajectory(scenarios: Scenario, policy, config: SimConfig) -> tuple
     the fast searches first; when some scenario is not proven exact (``window_overflow``),
     the whole batch again with the all-pairs search and every lane's edges, whose rows
     replace the flagged ones. The two are compiled apart, the exact one only when a batch
-    needs it (one program where most batches need one). Device arrays, as from a jit."""
+    needs it (one program where most batches need one). Device arrays, as from a jit; it
+    decides on the host whether the exact pass runs, so it takes concrete arrays (not inside
+    ``jax.jit`` or ``vmap``: there, vmap :func:`rollout_trajectory` with the exact searches)."""
     fast = _fast_program(scenarios, policy, config)
     flag = fast[0].window_overflow
     if exact_config(platform_searches(config, scenarios)) is None or not bool(jnp.any(flag)):

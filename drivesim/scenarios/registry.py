@@ -296,8 +296,10 @@ def _traffic_paths(arg: str) -> tuple[bool, list[str], str | None]:
     ego = None
     if query:
         key, eq, value = query.partition("=")
-        if key != "ego" or not eq or not value or "&" in value:
+        if key != "ego" or not eq or not value:
             raise ValueError(f"unknown option {query!r}; the one option is ?ego=ID (a recorded agent's id)")
+        if any(c in value for c in ",?&"):
+            raise ValueError(f"ego id {value!r}: one id, after the paths (KIND:PATH[,PATH...]?ego=ID)")
         ego = value
     idm = body.startswith("idm:")
     return idm, [p for p in body.removeprefix("idm:").split(",") if p], ego

@@ -45,8 +45,11 @@ class ScenarioSource(ABC):
         return f"{self.name} ({len(self)} scenarios)"
 
     def load_many(self, positions) -> list[ScenarioRecord | Exception]:
-        """The records of ``positions`` in order, a failed one as its exception (sources
-        that read or generate several scenarios at once override it)."""
+        """The records of ``positions`` in order, a scenario that fails to load as its
+        exception in its slot; a position outside [0, len) raises IndexError for the call.
+        Sources that read or generate several scenarios at once override it."""
+        for position in positions:
+            self._check(int(position))
         out: list[ScenarioRecord | Exception] = []
         for position in positions:
             try:
@@ -95,9 +98,12 @@ class SyntheticSource(ScenarioSource):
     def load_many(self, positions) -> list[ScenarioRecord | Exception]:
         """Generated a family at a time, ``synthetic.BLOCK`` ids per device call (the
         program a single ``load`` runs, so every record is the same bit for bit); a block
-        whose ids do not generate together is loaded one by one."""
+        whose ids do not generate together is loaded one by one. A subclass that overrides
+        ``load`` alone is read through its ``load``."""
         from drivesim.scenarios.synthetic import BLOCK
 
+        if type(self).load is not SyntheticSource.load:
+            return super().load_many(positions)
         positions = [int(p) for p in positions]
         for p in positions:
             self._check(p)

@@ -80,11 +80,11 @@ def read_womd(path: str | Path, config: ImportConfig = REPLAY) -> tuple[Scenario
     where = str(path)
     doc = _parse(read_input(path, config.max_bytes), where)
     name = str(doc.get("scenario_id") or path.stem)
+    if config.ego is not None:
+        name = f"{name}?ego={config.ego}"
     fail = _failer(where, name)
     objects = _list(doc, "objects", fail)
     sdc = _ego_index(doc, objects, config.ego, fail)
-    if config.ego is not None:
-        name = f"{name}?ego={config.ego}"
     tracks = [_track(objects[sdc], f"objects[{sdc}]", fail)]
     for k, obj in enumerate(objects):
         if k != sdc:

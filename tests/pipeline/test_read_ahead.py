@@ -25,11 +25,6 @@ class RecordingSource(SyntheticSource):
             self.requested.add(position)
         return super().load(position)
 
-    def load_many(self, positions):
-        with self.lock:
-            self.requested.update(positions)
-        return super().load_many(positions)
-
 
 def _wait_for(source: RecordingSource, positions: set[int], timeout: float = 10.0) -> set[int]:
     """The requested positions once they include ``positions`` (or at the timeout)."""

@@ -79,7 +79,13 @@ def test_an_unknown_ego_id_is_one_error_naming_the_field(womd_dir, av2_dir, kind
         source.load(0)
 
 
-@pytest.mark.parametrize("option", ["?color=red", "?ego=", "?ego", "?ego=1&x=2"])
+@pytest.mark.parametrize("option", ["?color=red", "?ego=", "?ego"])
 def test_an_unknown_option_is_refused_before_anything_runs(womd_dir, option):
     with pytest.raises(SourceSpecError, match=r"the one option is \?ego=ID"):
+        check_spec(f"womd:{womd_dir}{option}")
+
+
+@pytest.mark.parametrize("option", ["?ego=3,other.json", "?ego=1&x=2", "?ego=1?x"])
+def test_an_ego_id_with_a_path_or_option_after_it_is_refused(womd_dir, option):
+    with pytest.raises(SourceSpecError, match=r"one id, after the paths"):
         check_spec(f"womd:{womd_dir}{option}")

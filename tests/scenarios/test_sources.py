@@ -78,6 +78,16 @@ def test_load_many_equals_load_bit_for_bit(tmp_path, commonroad_dir):
         ):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert ScenarioSource.load_many(src, [0, 74])[0].name == src.load(0).name
+    with pytest.raises(IndexError):
+        src.load_many([0, 75])
+    one = SyntheticSource(["merge"], count=150, seed=1)  # one family past a block: three calls
+    for position, got in zip(range(150), one.load_many(range(150)), strict=True):
+        if position % 37 == 0 or position in (63, 64, 128):
+            want = one.load(position)
+            for a, b in zip(
+                jax.tree_util.tree_leaves(got.scenario), jax.tree_util.tree_leaves(want.scenario), strict=True
+            ):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_bad_commonroad_file_in_source_is_a_scenario_error(tmp_path):
