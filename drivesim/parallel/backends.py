@@ -51,7 +51,9 @@ def _batch_fn(sim: SimConfig, sweep: bool, devices: int = 1):
     one = partial(_rollout, config=sim, devices=devices)
     if not sweep:
         return one
-    return lambda batch, policies: jax.vmap(one, in_axes=(None, 0))(batch, policies)
+    # one policy after another in a loop of the program (lax.map): the rollout is traced and
+    # compiled once, as for one policy, instead of batched again over the policy axis
+    return lambda batch, policies: jax.lax.map(lambda policy: one(batch, policy), policies)
 
 
 def build_program(key: ProgramKey, mesh, sim: SimConfig):
