@@ -40,24 +40,15 @@ def rollout_trajectory(
     return finalize(state, scenario), trajectory
 
 
-def _fast_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
-    """vmap of :func:`rollout_trajectory` with the platform's searches; ``window_overflow``
-    flags the scenarios not proven exact."""
-    config = platform_searches(config, scenarios)
-    zone_on = neighbours.searches_on(scenarios, config)
+def _trajectory_batch(scenarios: Scenario, policy, config: SimConfig, fast: bool):
+    """vmap of :func:`rollout_trajectory` under a resolved ``config``: ``fast`` with the
+    batch's zone switches (``window_overflow`` flags the scenarios not proven exact), else
+    the exact searches every step."""
+    zone_on = neighbours.searches_on(scenarios, config) if fast else None
     return jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))(scenarios, policy, config, zone_on)
 
 
-def _exact_batch(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
-    """vmap of :func:`rollout_trajectory` with the all-pairs search and every lane's edges."""
-    exact = exact_config(platform_searches(config, scenarios))
-    assert exact is not None  # only called where the fast searches leave something to prove
-    exact = replace(exact, edge_search="all_lanes")
-    return jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))(scenarios, policy, exact, None)
-
-
-_fast_program = jax.jit(_fast_batch, static_argnames="config")
-_exact_program = jax.jit(_exact_batch, static_argnames="config")
+_trajectory_program = jax.jit(_trajectory_batch, static_argnames=("config", "fast"))
 
 
 def simulate_trajectory(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
@@ -68,11 +59,13 @@ def simulate_trajectory(scenarios: Scenario, policy, config: SimConfig) -> tuple
     needs it (one program where most batches need one). Device arrays, as from a jit; it
     decides on the host whether the exact pass runs, so it takes concrete arrays (not inside
     ``jax.jit`` or ``vmap``: there, vmap :func:`rollout_trajectory` with the exact searches)."""
-    fast = _fast_program(scenarios, policy, config)
+    config = platform_searches(config, scenarios)
+    fast = _trajectory_program(scenarios, policy, config, fast=True)
     flag = fast[0].window_overflow
-    if exact_config(platform_searches(config, scenarios)) is None or not bool(jnp.any(flag)):
+    exact = exact_config(config)
+    if exact is None or not bool(jnp.any(flag)):
         return fast
-    exact_out = _exact_program(scenarios, policy, config)
+    exact_out = _trajectory_program(scenarios, policy, replace(exact, edge_search="all_lanes"), fast=False)
     pick = lambda e, f: jnp.where(flag.reshape(flag.shape + (1,) * (e.ndim - 1)), e, f)  # noqa: E731
     metrics, trajectory = jax.tree_util.tree_map(pick, exact_out, fast)
     return replace(metrics, window_overflow=flag), trajectory

@@ -105,7 +105,7 @@ def _load_all(source, positions, validated: bool) -> list:
     """:func:`_load` of each position, read together where the source reads several
     scenarios at once (``load_many``: a synthetic source generates a block per call)."""
     many = getattr(source, "load_many", None)
-    if not callable(many) or len(positions) < 2:
+    if not callable(many):
         return [_load(source, p, validated) for p in positions]
     try:
         got = many(positions)

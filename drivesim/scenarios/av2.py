@@ -109,7 +109,7 @@ def read_av2(path: str | Path, config: ImportConfig = REPLAY) -> tuple[ScenarioR
         if config.ego not in {str(t) for t in cols["track_id"]}:
             fail("track_id", f"no track has id {config.ego!r} (the ego asked for)")
         cols["focal_track_id"] = [config.ego]
-        name = f"{name}?ego={config.ego}"
+    name = config.scenario_name(name)
     tracks, left_out, origin = _tracks(cols, fail)
     map_file = map_path(path)
     lanelets, counts = _map(_json(map_file, config.max_bytes), origin, str(map_file))

@@ -75,6 +75,11 @@ class ImportConfig:
     traffic: map_traffic.MapTrafficConfig = map_traffic.MapTrafficConfig()
     ego: str | None = None
 
+    def scenario_name(self, name: str) -> str:
+        """A recorded scenario's name under this config: ``name``, with ``?ego=ID`` when
+        ``ego`` chooses the ego (so its scenario id differs from the dataset's ego's)."""
+        return name if self.ego is None else f"{name}?ego={self.ego}"
+
 
 @dataclass
 class Track:

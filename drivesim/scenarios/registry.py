@@ -92,7 +92,8 @@ class SourceKind:
     inputs: ``arg -> ((path, glob), ...)``, the files the source reads (checked to exist
         before a campaign writes anything, and fingerprinted so a resume notices a change);
         None when it reads no files.
-    check: ``arg -> None``, cheap checks of the argument raising ValueError (one line), run
+    check: ``arg -> ...``, cheap checks of the argument raising ValueError (one line; what it
+        returns is ignored), run
         before a campaign writes anything; None for none.
     counted: the campaign's ``count`` sets how many scenarios it gives (generated kinds);
         False where its argument alone does (files, grids), so a count given to it alone is
@@ -103,7 +104,7 @@ class SourceKind:
     opener: Opener
     usage: str
     inputs: Inputs | None = None
-    check: Callable[[str], None] | None = None
+    check: Callable[[str], object] | None = None
     counted: bool = True
 
 
@@ -117,7 +118,7 @@ def register_source(
     *,
     usage: str | None = None,
     inputs: Inputs | None = None,
-    check: Callable[[str], None] | None = None,
+    check: Callable[[str], object] | None = None,
     counted: bool = True,
 ) -> SourceKind:
     """Register source kind ``kind`` (lower-case letters, digits, ``_``); see
@@ -318,7 +319,7 @@ def _register_recorded(kind: str, source_class: str, glob: str) -> None:
         kind,
         opener,
         usage=f"{kind}:[idm:]PATH[,PATH...][?ego=ID]",
-        check=lambda arg: None if _traffic_paths(arg) else None,
+        check=_traffic_paths,
         inputs=lambda arg: tuple((p, glob) for p in _traffic_paths(arg)[1]),
         counted=False,
     )

@@ -91,7 +91,9 @@ class SyntheticSource(ScenarioSource):
 
         self._check(position)
         family = self.families[position % len(self.families)]
-        record = generate(family, self.first_id + position, self.config)
+        return self._validated(generate(family, self.first_id + position, self.config), position)
+
+    def _validated(self, record: ScenarioRecord, position: int) -> ScenarioRecord:
         validate_scenario(record.scenario, where=f"{self.name}#{self.first_id + position}")
         return record
 
@@ -126,8 +128,7 @@ class SyntheticSource(ScenarioSource):
                 return
             for p, record in zip(mine, records, strict=True):
                 try:
-                    validate_scenario(record.scenario, where=f"{self.name}#{self.first_id + p}")
-                    out[p] = record
+                    out[p] = self._validated(record, p)
                 except Exception as exc:  # noqa: BLE001 - reported in its slot
                     out[p] = exc
 
@@ -260,11 +261,14 @@ class MixedSource(ScenarioSource):
 
     def locate(self, position: int) -> tuple[ScenarioSource, int]:
         """(source, position inside it) of a global position."""
+        k, local = self._part(position)
+        return self.sources[k], local
+
+    def _part(self, position: int) -> tuple[int, int]:
+        """(index of the source, position inside it) of a global position."""
         self._check(position)
-        for k, source in enumerate(self.sources):
-            if position < self._starts[k + 1]:
-                return source, position - self._starts[k]
-        raise IndexError(position)
+        k = bisect.bisect_right(self._starts, position) - 1
+        return k, position - self._starts[k]
 
     def load(self, position: int) -> ScenarioRecord:
         source, local = self.locate(position)
@@ -274,9 +278,8 @@ class MixedSource(ScenarioSource):
         """Each part's positions read by that part's ``load_many`` (where it has one)."""
         parts: dict[int, list[tuple[int, int]]] = {}
         for slot, position in enumerate(positions):
-            self._check(int(position))
-            k = bisect.bisect_right(self._starts, int(position)) - 1
-            parts.setdefault(k, []).append((slot, int(position) - self._starts[k]))
+            k, local = self._part(int(position))
+            parts.setdefault(k, []).append((slot, local))
         out: list[Any] = [None] * len(positions)
         for index, slots in parts.items():
             source = self.sources[index]

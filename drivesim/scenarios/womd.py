@@ -80,8 +80,7 @@ def read_womd(path: str | Path, config: ImportConfig = REPLAY) -> tuple[Scenario
     where = str(path)
     doc = _parse(read_input(path, config.max_bytes), where)
     name = str(doc.get("scenario_id") or path.stem)
-    if config.ego is not None:
-        name = f"{name}?ego={config.ego}"
+    name = config.scenario_name(name)
     fail = _failer(where, name)
     objects = _list(doc, "objects", fail)
     sdc = _ego_index(doc, objects, config.ego, fail)
