@@ -77,6 +77,8 @@ class SortedAgents:
         order, or None in a scenario without signals.
     lane: (LANE_ROWS, N) float32 MOBIL parameters and lane-change state of each agent
         (drivesim.core.mobil), or None without lane changes; moved with the other rows.
+    edges: (core.edge_cache.ROWS, N) float32 each agent's road-edge candidates on a large
+        map, or None; moved with the other rows.
     """
 
     x: Array
@@ -91,6 +93,7 @@ class SortedAgents:
     props: Array
     signal: Array | None = None
     lane: Array | None = None
+    edges: Array | None = None
 
     length = _PropRow()
     width = _PropRow()

@@ -18,7 +18,10 @@ simulated again with every corner against every lane (``SimConfig.edge_search =
 corner is measured against every lane (:func:`all_lanes`). Measured on the synthetic
 families (64 scenarios x 80 steps, 32 and 128 agents), at most one agent per step was near
 its corridor's edge, while the all-lanes search took most of a turning intersection's
-window pass (benchmarks/edges.py). Every function works on one scenario.
+window pass (benchmarks/edges.py). On large maps (recorded traffic) the agents near their
+corridor's edge are many, and core.edge_cache decides most of them from a few candidate
+segments each; the undecided ones take the every-lane slots. Every function works on one
+scenario.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import junction, road
+from drivesim.core import edge_cache, junction, road
 from drivesim.core.materialize import materialize
 from drivesim.core.observation import ego_values
 from drivesim.core.search_choice import on_cpu
@@ -40,11 +43,13 @@ MARGIN = 0.01  # [m] own-corridor depth below which an agent is measured against
 class EdgeSearch(NamedTuple):
     """ego_edge () float32: signed edge distance of the ego's worst corner (< 0: off-road);
     off (N,) bool: a present agent with a corner off the drivable area (the ego included);
-    fits () bool: every agent near its own corridor's edge was measured (else not exact)."""
+    fits () bool: every agent near its own corridor's edge was measured (else not exact);
+    candidates: the agents' core.edge_cache rows after the step (None on small maps)."""
 
     ego_edge: Array
     off: Array
     fits: Array
+    candidates: Array | None = None
 
 
 # Agents near their corridor's edge measured against every lane per step, by platform. On the
@@ -97,24 +102,36 @@ def _box_edges(rows: list[Array], area: road.Drivable) -> Array:
     return road.box_edge_distance(x, y, cos_h, sin_h, length, width, area)
 
 
-def _every_lane(a, area: road.Drivable) -> tuple[Array, Array]:
-    """(off (N,) bool, fits ()) with every corner against every lane."""
+def _every_lane(a, area: road.Drivable) -> tuple[Array, Array, Array | None]:
+    """(off (N,) bool, fits (), candidate rows) with every corner against every lane."""
     edge = _box_edges(_box_rows(a), area)
-    return a.valid & (edge < 0.0), jnp.ones((), bool)
+    return a.valid & (edge < 0.0), jnp.ones((), bool), a.edges
 
 
-def _own_route(a, area: road.Drivable) -> tuple[Array, Array]:
-    """(off (N,) bool, fits ()) with each agent's corners against its own route and the
-    agents near its edge (up to :func:`capacity`, the ego left out) against every lane."""
+def _own_route(a, area: road.Drivable) -> tuple[Array, Array, Array | None]:
+    """(off (N,) bool, fits (), candidate rows) with each agent's corners against its own
+    route and the agents near its edge (up to :func:`capacity`, the ego left out) against
+    every lane; on a large map (``a.edges``, core.edge_cache) only those of the near agents
+    their candidates leave undecided, whose candidates are then taken again where they are."""
     n = a.x.shape[0]
     cap = capacity(n)
-    near = materialize(a.valid & ~a.is_ego & (own_depth(a) < MARGIN))  # read cap + 1 times
+    near = a.valid & ~a.is_ego & (own_depth(a) < MARGIN)
+    sure_off: Array = jnp.zeros(n, bool)
+    rows, flat = a.edges, area.flat
+    if rows is not None:
+        cx, cy = road.box_corners(a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)
+        sure_on, off_found = edge_cache.decide(cx, cy, rows)
+        sure_off = near & off_found
+        near = near & ~sure_on & ~sure_off
+    near = materialize(near)  # read cap + 1 times
     slot = _near_slots(near, cap)
     picked = jnp.minimum(slot, n - 1)
     edge = _box_edges([v[picked] for v in _box_rows(a)], area)
     off_member = (slot < n) & (edge < 0.0)
     off = jnp.any((picked[:, None] == jnp.arange(n)[None, :]) & off_member[:, None], axis=0)
-    return off, jnp.sum(near.astype(jnp.int32)) <= cap
+    if rows is not None and flat is not None:
+        rows = edge_cache.refresh(rows, slot, a.x[picked], a.y[picked], flat)
+    return off | sure_off, jnp.sum(near.astype(jnp.int32)) <= cap, rows
 
 
 def _near_slots(near: Array, cap: int) -> Array:
@@ -141,10 +158,10 @@ def search(a, area: road.Drivable, config: SimConfig, full_edges: Array | bool |
     True: every lane, or None: as ``config`` says."""
     ego_edge = _box_edges([v[None] for v in ego_values(a.is_ego, _box_rows(a))], area)[0]
     if all_lanes(config) or full_edges is True:
-        off, fits = _every_lane(a, area)
+        off, fits, rows = _every_lane(a, area)
     elif full_edges is None:
-        off, fits = _own_route(a, area)
+        off, fits, rows = _own_route(a, area)
     else:
-        off, fits = jax.lax.cond(full_edges, _every_lane, _own_route, a, area)
+        off, fits, rows = jax.lax.cond(full_edges, _every_lane, _own_route, a, area)
     off = off | (a.is_ego & a.valid & (ego_edge < 0.0))
-    return EdgeSearch(ego_edge=ego_edge, off=off, fits=fits)
+    return EdgeSearch(ego_edge=ego_edge, off=off, fits=fits, candidates=rows)

@@ -231,11 +231,13 @@ def lane_ok(centers: Array) -> Array:
 class Drivable:
     """The drivable area laid out for :func:`edge_distance`, built once per rollout
     (:func:`drivable`): seg, every lane's RouteSegments with fields (S, L), lanes innermost;
-    widths (L,) lane widths [m]; lane_valid (L,) bool."""
+    widths (L,) lane widths [m]; lane_valid (L,) bool; flat (7, L S) the segments as rows for
+    core.edge_cache on a large map, else None."""
 
     seg: RouteSegments
     widths: Array
     lane_valid: Array
+    flat: Array | None = None
 
 
 def drivable(road: RoadMap) -> Drivable:

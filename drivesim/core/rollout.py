@@ -16,7 +16,18 @@ import math
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import behavior, certificate, interactions, junction, mobil, neighbours, signals, switches
+from drivesim.core import (
+    behavior,
+    certificate,
+    edge_cache,
+    edges,
+    interactions,
+    junction,
+    mobil,
+    neighbours,
+    signals,
+    switches,
+)
 from drivesim.core.actions import AgentActions
 from drivesim.core.agents import PROP_ROWS, SortedAgents, dyn_fields
 from drivesim.core.blocking import cache_blocks, map_blocks
@@ -126,12 +137,17 @@ def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
         enabled = ag.valid & (jnp.arange(n) != scenario.ego_index) & ~replay
         lane_rows = mobil.initial_rows(lanes, enabled, scenario.mobil)
         lane_rows = lane_rows[:, order]
+    area = drivable(scenario.road)
+    if not edges.all_lanes(config):
+        area = edge_cache.prepare(area)
+    candidates = edge_cache.start(x, y, area)
     agents = SortedAgents(
         **{k: v[order] for k, v in dyn.items()},
         outcome=outcome,
         props=props[:, order],
         signal=signal,
         lane=lane_rows,
+        edges=None if candidates is None else candidates[:, order],
     )
     proj = project(agents.x, agents.y, agents.seg)
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
@@ -150,7 +166,7 @@ def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
         reach=reach,
         cross_sep=cross_sep,
         crossings=crossings,
-        drivable=drivable(scenario.road),
+        drivable=area,
         metrics=replace(init_metrics(scenario.log is not None), overflow=~certified),
     )
 
@@ -316,6 +332,7 @@ def advance(
             props=a.props,
             signal=a.signal,
             lane=a.lane,
+            edges=a.edges,
         )
     with jax.named_scope("resort"):
         agents = interactions.resort(agents, scenario.road.sort_axis, config.resort_every, t, step_index)
@@ -332,10 +349,11 @@ def advance(
         bounds = dict(reach=state.reach, cross_sep=state.cross_sep, zone=zone)
         certified = _certified(agents, proj, leaders["lead_gap"], scenario, config, **bounds)
     with jax.named_scope("metrics"):
-        info, outcome = step_info(state, agents, proj, scenario, config, active, ego_pre, zone, full_edges)
+        observed = step_info(state, agents, proj, scenario, config, active, ego_pre, zone, full_edges)
+        info, outcome, candidates = observed
         info = replace(info, overflow=info.overflow | ~certified)
         metrics = update_metrics(state.metrics, info, t, horizon_steps(config.dt))
-        agents = replace(agents, outcome=agents.outcome | jnp.where(active, outcome, 0))
+        agents = replace(agents, outcome=agents.outcome | jnp.where(active, outcome, 0), edges=candidates)
     new_state = SimState(
         agents=agents,
         proj=proj,

@@ -14,6 +14,10 @@ prove is simulated again with all pairs. On the CPU they give the same metrics b
   kernels more than their work: up to 32 agents all pairs, with no proof, direct searches or
   fallback (a whole serial rollout of the flagged scenarios), run faster than the window
   search; from 64 agents on the window search is faster.
+- On recorded maps (more than MAP_ALL_PAIRS_SEGMENTS lane segments: WOMD, Argoverse 2,
+  CommonRoad) agents cross, turn and park across many bent lanes, the window was proven on
+  none of the WOMD and AV2 files and on 2 of the 4 CommonRoad ones, and each unproven
+  scenario ran a second time: all pairs from the start, on every platform.
 
 ``resolved`` is read when a batch's program is built (its platform is JAX's default backend
 then), so a configuration means the same on every machine and in every campaign ledger.
@@ -33,6 +37,9 @@ from drivesim.core.types import SimConfig
 # families (benchmarks/engine_variants.py).
 CPU_ALL_PAIRS_AGENTS = 8
 ACCELERATOR_ALL_PAIRS_AGENTS = 32
+# Most road segments (lane slots x segments per lane) for which "auto" may take the window
+# search; above, all pairs whatever the agents (the recorded maps, see above).
+MAP_ALL_PAIRS_SEGMENTS = 256
 # Most road segments (lane slots x segments per lane) for which an accelerator's all-pairs
 # path measures every corner against every lane; above, each corner against its own route
 # (core.edges). On an H200 at 32 agents, every lane was 1.36x faster on merge (8 lanes of 3
@@ -47,12 +54,18 @@ def on_cpu(platform: str | None = None) -> bool:
     return (platform or jax.default_backend()) == "cpu"
 
 
-def neighbour_search(config: SimConfig, agents: int, platform: str | None = None) -> str:
-    """SimConfig.neighbours for scenarios of ``agents`` slots on ``platform`` (None: JAX's
-    default backend): "auto" is "all_pairs" up to CPU_ALL_PAIRS_AGENTS agents on the CPU and
-    ACCELERATOR_ALL_PAIRS_AGENTS on an accelerator, "window" above."""
+def neighbour_search(
+    config: SimConfig, agents: int, platform: str | None = None, road_segments: int = 1
+) -> str:
+    """SimConfig.neighbours for scenarios of ``agents`` slots and ``road_segments`` (lane
+    slots x segments per lane) on ``platform`` (None: JAX's default backend): "auto" is
+    "all_pairs" up to CPU_ALL_PAIRS_AGENTS agents on the CPU and ACCELERATOR_ALL_PAIRS_AGENTS
+    on an accelerator, or on a road of more than MAP_ALL_PAIRS_SEGMENTS segments; "window"
+    otherwise."""
     if config.neighbours != "auto":
         return config.neighbours
+    if road_segments > MAP_ALL_PAIRS_SEGMENTS:
+        return "all_pairs"
     limit = CPU_ALL_PAIRS_AGENTS if on_cpu(platform) else ACCELERATOR_ALL_PAIRS_AGENTS
     return "all_pairs" if agents <= limit else "window"
 
@@ -66,7 +79,7 @@ def resolved(
     segments per lane; nothing is left to prove, so no fallback runs), each corner against
     its own route elsewhere (on the CPU every lane's edges cost more than the own-route
     search and its rare fallback)."""
-    found = neighbour_search(config, agents, platform)
+    found = neighbour_search(config, agents, platform, road_segments)
     edge_search = config.edge_search
     if edge_search == "auto":
         few = road_segments <= ACCELERATOR_ALL_LANES_SEGMENTS

@@ -41,9 +41,10 @@ class EgoBefore(NamedTuple):
 
 def step_info(
     state, agents, proj, scenario, config, active, ego_pre: EgoBefore, zone=None, full_edges=None
-) -> tuple[StepInfo, Array]:
-    """Observations of the new state (after a step) for the metrics, and each agent's
-    outcome bits this step (N,) int32 (1: in a collision, 2: a box corner off-road).
+) -> tuple[StepInfo, Array, Array | None]:
+    """Observations of the new state (after a step) for the metrics, each agent's
+    outcome bits this step (N,) int32 (1: in a collision, 2: a box corner off-road), and
+    the agents' road-edge candidate rows after the step (core.edge_cache; None on small maps).
     ``overflow`` is set when the road-edge search was not exact (core.edges).
     zone: the step's junction ZoneSearch (core.junction), or None; full_edges: see
     core.edges.search."""
@@ -84,7 +85,7 @@ def step_info(
         red_light=_ego_ran_red(state, agents, proj, config),
     )
     outcome = jnp.where(agents.valid & hit_any, 1, 0) | jnp.where(off, 2, 0)
-    return info, outcome
+    return info, outcome, road_edges.candidates
 
 
 def _ego_ran_red(state, agents, proj, config) -> Array:
