@@ -25,11 +25,19 @@ import time
 import jax
 
 
+def _ppo_options(args) -> dict:
+    """The PPOConfig fields given on the command line."""
+    names = ("epochs", "minibatches")
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=8, help="timed device calls of 20 updates")
     parser.add_argument("--envs", type=int, default=256)
     parser.add_argument("--engine", action="store_true", help="alternate with the IDM engine")
+    parser.add_argument("--epochs", type=int, default=None, help="PPO epochs per update")
+    parser.add_argument("--minibatches", type=int, default=None, help="minibatches per epoch")
     args = parser.parse_args()
     from drivesim.train.config import EnvConfig, PPOConfig, TrainConfig
     from drivesim.train.env import build_pool
@@ -37,7 +45,7 @@ def main() -> None:
 
     cfg = TrainConfig(
         env=EnvConfig(num_agents=16, episode_steps=80),
-        ppo=PPOConfig(num_envs=args.envs, rollout_steps=32, anneal_updates=1221),
+        ppo=PPOConfig(num_envs=args.envs, rollout_steps=32, anneal_updates=1221, **_ppo_options(args)),
         updates=1221,
         chunk=20,
         checkpoint_every=100,
