@@ -4,7 +4,11 @@ ego is scored on held-out scenario ids against the IDM and constant-speed egos.
     .venv/bin/python benchmarks/brax_ppo.py [--steps 3000000] [--held-out 512]
 
 Training: ``brax.training.agents.ppo.train`` with ``wrap_env_fn=drivesim.env.wrap`` (restarts
-draw from the 2,048-scenario pool, ids from 1,000,000), 16 agents, 80-step episodes.
+draw from the 2,048-scenario pool, ids from 1,000,000), 16 agents, 80-step episodes. The
+networks are Brax's own (``make_ppo_networks``) with its Gaussian policy (``"normal"``: the
+environment clips actions to [-1, 1]) started as drivesim's trainer starts its own: the
+mean's last layer at zero, so the first policy is the IDM ego the actions correct, and a
+noise of 0.1 (``--brax-networks``: Brax's defaults, a tanh-Gaussian of noise about 0.7).
 Evaluation: ``--held-out`` scenarios with ids 0.. (outside the pool), one episode each from
 ``reset_at``, the deterministic policy; an episode's progress counts until it terminates.
 The IDM ego is the zero action (the engine's IDM ego, bit for bit); the constant-speed ego is
@@ -14,6 +18,7 @@ The IDM ego is the zero action (the engine's IDM ego, bit for bit); the constant
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 
@@ -29,6 +34,7 @@ def main() -> None:
     parser.add_argument("--envs", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="only check that it runs")
+    parser.add_argument("--brax-networks", action="store_true", help="Brax's default networks")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.held_out, args.envs = 2_000, 16, 16
@@ -38,6 +44,7 @@ def main() -> None:
     from drivesim.env.evaluate import score
 
     patch_jax()
+    from brax.training.agents.ppo import networks as ppo_networks
     from brax.training.agents.ppo import train as ppo
 
     env = make("synthetic:highway", agents=16, episode_steps=80, pool_size=2048, first_id=1_000_000)
@@ -62,6 +69,7 @@ def main() -> None:
         num_eval_envs=128,
         seed=args.seed,
         progress_fn=lambda step, m: curve.append(_point(step, m)),
+        **({} if args.brax_networks else {"network_factory": _networks(ppo_networks)}),
     )
     train_s = time.perf_counter() - t0
     held = make("synthetic:highway", agents=16, episode_steps=80, pool_size=args.held_out, first_id=0)
@@ -84,6 +92,18 @@ def main() -> None:
         "curve": curve,
     }
     print(json.dumps(out))
+
+
+def _networks(ppo_networks):
+    """Brax's PPO networks with a Gaussian policy whose mean starts at zero, noise 0.1."""
+    return functools.partial(
+        ppo_networks.make_ppo_networks,
+        distribution_type="normal",
+        noise_std_type="log",
+        init_noise_std=0.1,
+        mean_kernel_init_fn=jax.nn.initializers.constant,
+        mean_kernel_init_kwargs={"value": 0.0},
+    )
 
 
 def _point(step, metrics) -> dict:
