@@ -24,8 +24,8 @@ certified; the ego's exact distance is measured against every lane as before.
 
 Each agent's candidates are ROWS rows of SortedAgents (``edges``), moved with the agent by
 the sort like its other rows (a gather of each step's columns was slower on the CPU). Maps
-of at most SEGMENTS_MIN lane segments (every synthetic family) keep none (None): their
-every-lane test is already small. Every function works on one scenario.
+of at most core.search_choice.RECORDED_MAP_SEGMENTS lane segments (every synthetic family)
+keep none (None): their every-lane test is already small. Every function works on one scenario.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core import road
+from drivesim.core.search_choice import RECORDED_MAP_SEGMENTS
 from drivesim.core.types import Array, replace
 
 CANDIDATES = 32  # segments kept per agent
-SEGMENTS_MIN = 256  # maps with more lane segments (lanes x segments) keep candidates
 ON_MARGIN = 1e-3  # [m] depth of a candidate that proves a corner on the road
 OFF_MARGIN = 1e-2  # [m] how far below 0 the bound must be to prove a corner off it
 THRESHOLD_SPAN = 200.0  # [m] below the largest depth bound where the bisection starts
@@ -52,10 +52,11 @@ ROWS = 7 * CANDIDATES + 3  # an agent's candidates (7 fields x CANDIDATES), boun
 
 def prepare(area: road.Drivable) -> road.Drivable:
     """``area`` (core.road.Drivable of one scenario) with its segments laid out as rows
-    (``flat``) where the map keeps candidates: more than SEGMENTS_MIN lane segments (a
-    static shape test); unchanged on a smaller map."""
+    (``flat``) where the map keeps candidates, a recorded map (more than
+    core.search_choice.RECORDED_MAP_SEGMENTS lane segments, a static shape test); unchanged
+    on a smaller map."""
     segments, lanes = area.seg.ax.shape[-2:]
-    if segments * lanes <= SEGMENTS_MIN:
+    if segments * lanes <= RECORDED_MAP_SEGMENTS:
         return area
     return replace(area, flat=_flat_segments(area))
 
@@ -85,7 +86,8 @@ def _bounds(qx: Array, qy: Array, segments: Array) -> Array:
 def _taken(ub: Array, index: Array, segments: Array) -> tuple[Array, Array]:
     """seg (n, 7, CANDIDATES) of the segments at ``index`` (n, CANDIDATES) and bound (n,),
     the largest of ``ub`` (n, M) over the segments not taken."""
-    taken = jax.vmap(lambda i: jnp.zeros(ub.shape[1], bool).at[i].set(True))(index)
+    rows = jnp.arange(ub.shape[0])[:, None]
+    taken = jnp.zeros(ub.shape, bool).at[rows, index].set(True)
     bound = jnp.max(jnp.where(taken, -jnp.inf, ub), axis=1)
     seg = jnp.take(segments, index, axis=1)  # (7, n, CANDIDATES)
     return jnp.swapaxes(seg, 0, 1), bound
@@ -156,8 +158,9 @@ def decide(cx: Array, cy: Array, rows: Array) -> tuple[Array, Array]:
     return functools.reduce(jnp.logical_and, ons), functools.reduce(jnp.logical_or, offs)
 
 
-def refresh(rows: Array, slots: Array, x: Array, y: Array, flat: Array) -> Array:
+def refresh(rows: Array, slots: Array, x: Array, y: Array, area: road.Drivable) -> Array:
     """``rows`` (ROWS, N) with the candidates of the agents in ``slots`` (k,) (N: none)
-    taken again at (x, y) (k,) from the map's ``flat`` segments."""
-    seg, bound = _candidates(x, y, flat)
+    taken again at (x, y) (k,) from the segments of ``area`` (:func:`prepare`d)."""
+    assert area.flat is not None, "refresh: the area keeps no candidates (edge_cache.prepare)"
+    seg, bound = _candidates(x, y, area.flat)
     return jnp.asarray(rows).at[:, slots].set(_rows(seg, bound, x, y), mode="drop")

@@ -117,7 +117,7 @@ def _own_route(a, area: road.Drivable) -> tuple[Array, Array, Array | None]:
     cap = capacity(n)
     near = a.valid & ~a.is_ego & (own_depth(a) < MARGIN)
     sure_off: Array = jnp.zeros(n, bool)
-    rows, flat = a.edges, area.flat
+    rows = a.edges
     if rows is not None:
         cx, cy = road.box_corners(a.x, a.y, a.cos_h, a.sin_h, a.length, a.width)
         sure_on, off_found = edge_cache.decide(cx, cy, rows)
@@ -129,8 +129,8 @@ def _own_route(a, area: road.Drivable) -> tuple[Array, Array, Array | None]:
     edge = _box_edges([v[picked] for v in _box_rows(a)], area)
     off_member = (slot < n) & (edge < 0.0)
     off = jnp.any((picked[:, None] == jnp.arange(n)[None, :]) & off_member[:, None], axis=0)
-    if rows is not None and flat is not None:
-        rows = edge_cache.refresh(rows, slot, a.x[picked], a.y[picked], flat)
+    if rows is not None:
+        rows = edge_cache.refresh(rows, slot, a.x[picked], a.y[picked], area)
     return off | sure_off, jnp.sum(near.astype(jnp.int32)) <= cap, rows
 
 

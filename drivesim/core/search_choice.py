@@ -14,7 +14,7 @@ prove is simulated again with all pairs. On the CPU they give the same metrics b
   kernels more than their work: up to 32 agents all pairs, with no proof, direct searches or
   fallback (a whole serial rollout of the flagged scenarios), run faster than the window
   search; from 64 agents on the window search is faster.
-- On recorded maps (more than MAP_ALL_PAIRS_SEGMENTS lane segments: WOMD, Argoverse 2,
+- On recorded maps (more than RECORDED_MAP_SEGMENTS lane segments: WOMD, Argoverse 2,
   CommonRoad) agents cross, turn and park across many bent lanes, the window was proven on
   none of the WOMD and AV2 files and on 2 of the 4 CommonRoad ones, and each unproven
   scenario ran a second time: all pairs from the start, on every platform.
@@ -37,9 +37,10 @@ from drivesim.core.types import SimConfig
 # families (benchmarks/engine_variants.py).
 CPU_ALL_PAIRS_AGENTS = 8
 ACCELERATOR_ALL_PAIRS_AGENTS = 32
-# Most road segments (lane slots x segments per lane) for which "auto" may take the window
-# search; above, all pairs whatever the agents (the recorded maps, see above).
-MAP_ALL_PAIRS_SEGMENTS = 256
+# Road segments (lane slots x segments per lane) above which a road is a recorded map: "auto"
+# takes all pairs whatever the agents (see above), and core.edge_cache keeps road-edge
+# candidates per agent. Every synthetic family has fewer (the turning intersection 112).
+RECORDED_MAP_SEGMENTS = 256
 # Most road segments (lane slots x segments per lane) for which an accelerator's all-pairs
 # path measures every corner against every lane; above, each corner against its own route
 # (core.edges). On an H200 at 32 agents, every lane was 1.36x faster on merge (8 lanes of 3
@@ -60,11 +61,11 @@ def neighbour_search(
     """SimConfig.neighbours for scenarios of ``agents`` slots and ``road_segments`` (lane
     slots x segments per lane) on ``platform`` (None: JAX's default backend): "auto" is
     "all_pairs" up to CPU_ALL_PAIRS_AGENTS agents on the CPU and ACCELERATOR_ALL_PAIRS_AGENTS
-    on an accelerator, or on a road of more than MAP_ALL_PAIRS_SEGMENTS segments; "window"
+    on an accelerator, or on a road of more than RECORDED_MAP_SEGMENTS segments; "window"
     otherwise."""
     if config.neighbours != "auto":
         return config.neighbours
-    if road_segments > MAP_ALL_PAIRS_SEGMENTS:
+    if road_segments > RECORDED_MAP_SEGMENTS:
         return "all_pairs"
     limit = CPU_ALL_PAIRS_AGENTS if on_cpu(platform) else ACCELERATOR_ALL_PAIRS_AGENTS
     return "all_pairs" if agents <= limit else "window"

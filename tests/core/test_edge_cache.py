@@ -78,7 +78,7 @@ def test_what_the_candidates_decide_is_what_every_lane_says(seed, candidates, mo
         decided += int(on.sum() + off.sum())
         # the boxes measured against every lane take their candidates where they are
         slots = jnp.asarray(np.arange(AGENTS, dtype=np.int32))
-        moved = edge_cache.refresh(rows, slots, x, y, area.flat)
+        moved = edge_cache.refresh(rows, slots, x, y, area)
         on2, off2 = map(np.asarray, edge_cache.decide(cx, cy, moved))
         assert (edge[on2] >= 0.0).all() and (edge[off2] < 0.0).all()
         assert (on2 | off2).sum() >= (on | off).sum()
@@ -92,9 +92,7 @@ def test_a_refresh_writes_only_its_slots():
     y0 = jnp.asarray(rng.uniform(0.0, 120.0, AGENTS).astype(np.float32))
     rows = edge_cache.start(x0, y0, area)
     slots = jnp.asarray([5, AGENTS], jnp.int32)  # AGENTS: an empty slot, dropped
-    moved = edge_cache.refresh(
-        rows, slots, x0[jnp.asarray([5, 0])] + 30.0, y0[jnp.asarray([5, 0])], area.flat
-    )
+    moved = edge_cache.refresh(rows, slots, x0[jnp.asarray([5, 0])] + 30.0, y0[jnp.asarray([5, 0])], area)
     changed = np.flatnonzero(np.any(np.asarray(moved) != np.asarray(rows), axis=0))
     assert changed.tolist() == [5]
     assert float(moved[-2, 5]) == pytest.approx(float(x0[5]) + 30.0)
@@ -111,14 +109,13 @@ def test_recorded_traffic_runs_without_the_fallback_and_as_every_lane(womd_dir, 
     """WOMD files, where up to 42 agents a step sit near their corridor's edge: the default
     searches (all pairs on these maps, each corner against its own route and candidates)
     flag no scenario and give every lane's metrics bit for bit."""
-    from drivesim.scenarios.batching import BucketKey, bucket_key, stack_bucket
+    from drivesim.scenarios.batching import bucket_key, stack_bucket
     from drivesim.scenarios.commonroad import ImportConfig
+    from drivesim.scenarios.remainders import merged_key
     from drivesim.scenarios.womd import load_womd
 
     records = [load_womd(p, ImportConfig(replay=True)) for p in sorted(womd_dir.glob("*.json"))]
-    keys = [bucket_key(r.scenario) for r in records]
-    largest = {f: max(getattr(k, f) for k in keys) for f in ("agents", "lanes", "points", "log_steps")}
-    batch = stack_bucket(records, BucketKey(**largest))
+    batch = stack_bucket(records, merged_key(bucket_key(r.scenario) for r in records))
     config = SimConfig(num_steps=80)
     got = jax.device_get(simulate(batch, idm_policy(), config))
     assert not got.window_overflow.any()
