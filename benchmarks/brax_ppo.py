@@ -12,7 +12,7 @@ noise of 0.1 (``--brax-networks``: Brax's defaults, a tanh-Gaussian of noise abo
 Evaluation: ``--held-out`` scenarios with ids 0.. (outside the pool), one episode each from
 ``reset_at``, the deterministic policy; an episode's progress counts until it terminates.
 The IDM ego is the zero action (the engine's IDM ego, bit for bit); the constant-speed ego is
-``simulate`` with ``policy="constant"``. Prints one JSON object.
+``simulate`` with ``policy=CONSTANT``. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.steps, args.held_out, args.envs = 2_000, 16, 16
+    from drivesim.core.policies import CONSTANT
     from drivesim.core.rollout import simulate
     from drivesim.core.types import replace
     from drivesim.env import make, patch_jax, wrap
@@ -76,7 +77,7 @@ def main() -> None:
     policy = make_policy(params, deterministic=True)
     learned = score(held, lambda obs, key: policy(obs, key)[0])
     idm = score(held, lambda obs, key: jnp.zeros((obs.shape[0], 2)))
-    constant = jax.device_get(simulate(held.pool.scenarios, None, replace(held.config, policy="constant")))
+    constant = jax.device_get(simulate(held.pool.scenarios, None, replace(held.config, policy=CONSTANT)))
     out = {
         "env_steps": args.steps,
         "train_s": round(train_s, 1),

@@ -57,14 +57,14 @@ def main(argv=None) -> int:
     import jax
 
     from drivesim.bench.workloads import Workload, make_batch
-    from drivesim.core.policies import default_policy_params
+    from drivesim.core.policies import MLP, default_policy_params
     from drivesim.core.rollout import simulate
     from drivesim.core.types import SimConfig
 
     host = make_batch(Workload(scenarios=scenarios, agents=args.agents, steps=80))
     batch = jax.device_put(host)
     configs = {
-        name: SimConfig(num_steps=80, policy="mlp", occlusion=name == "occlusion")
+        name: SimConfig(num_steps=80, policy=MLP, occlusion=name == "occlusion")
         for name in ("plain", "occlusion")
     }
     params = default_policy_params(configs["plain"])

@@ -81,7 +81,7 @@ class SlowSource(SyntheticSource):
 def device_runner(config: CampaignConfig) -> DeviceRunner:
     """The campaign's device side (executor, policy) for the compute and serial rates."""
     spec = policy_spec(config)
-    return DeviceRunner(config, SimConfig(num_steps=config.num_steps, policy=spec.kind), spec)
+    return DeviceRunner(config, SimConfig(num_steps=config.num_steps, policy=spec.policy), spec)
 
 
 def compute_seconds(runner: DeviceRunner, host, rows: int, repeats: int = 8) -> float:

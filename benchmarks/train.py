@@ -44,9 +44,10 @@ def constant_ego_rate(cfg, batch, repeats: int = 30) -> float:
     """Env steps/s of ``simulate`` on ``batch`` (see rollout_batch) for one episode with the
     ego at constant speed (the reference beside the MLP-ego cost ratio). Median of
     ``repeats`` calls."""
+    from drivesim.core.policies import CONSTANT
     from drivesim.core.rollout import simulate
 
-    sim = dataclasses.replace(cfg.env.sim, policy="constant")
+    sim = dataclasses.replace(cfg.env.sim, policy=CONSTANT)
     jax.block_until_ready(simulate(batch, None, sim))
     times = []
     for _ in range(repeats):
@@ -136,6 +137,7 @@ def learning_and_cost(cfg, out: pathlib.Path, held_out: int, devices, batch) -> 
 def against_baselines(cfg, family: str, out: pathlib.Path, held_out: int, devices) -> dict:
     """Train ``cfg`` on ``family`` from scratch, then evaluate the trained, IDM and
     constant-speed egos on the same held-out ids [0, held_out) with ``simulate``."""
+    from drivesim.core.policies import CONSTANT, IDM
     from drivesim.train.evaluate import evaluate_direct, evaluate_policy, held_out_ids
     from drivesim.train.loop import train
     from drivesim.train.policy_io import load_policy
@@ -147,8 +149,8 @@ def against_baselines(cfg, family: str, out: pathlib.Path, held_out: int, device
     wall = time.perf_counter() - t0
     ids = held_out_ids(cfg.env, held_out)
     trained = evaluate_direct(load_policy(result.policy_path, obs_size=cfg.env.obs_size), cfg.env, ids)
-    idm = evaluate_policy("idm", None, cfg.env, ids)
-    constant = evaluate_policy("constant", None, cfg.env, ids)
+    idm = evaluate_policy(IDM, None, cfg.env, ids)
+    constant = evaluate_policy(CONSTANT, None, cfg.env, ids)
     best = min(idm.collision_rate, constant.collision_rate)
     return dict(
         held_out_scenarios=held_out,

@@ -116,7 +116,7 @@ def _engine(pool, cfg, envs: int):
     from drivesim.core.rollout import simulate
 
     batch = jax.tree_util.tree_map(lambda leaf: leaf[:envs], pool.scenarios)
-    sim = dataclasses.replace(cfg.env.sim, policy="idm")
+    sim = dataclasses.replace(cfg.env.sim, policy=None)
     policy = idm_policy()
     jax.block_until_ready(simulate(batch, policy, sim))
 

@@ -48,6 +48,18 @@ def test_importing_the_core_pulls_in_no_io_libraries():
     assert out.stdout.strip() == "[]"
 
 
+def test_the_core_imports_no_higher_room():
+    """drivesim.core is the bottom layer: no module of it imports (at any depth of its code)
+    from another room; policies are objects there, their names are read by the pipeline."""
+    for path in sorted((ROOT / "drivesim" / "core").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith("drivesim"):
+                    assert name.startswith(("drivesim.core", "drivesim._")), f"{path.name} imports {name}"
+
+
 # pages whose snippets import only from the package and its rooms: the README and the API reference
 CURATED = ("README.md", "docs/reference/api/")
 

@@ -1,7 +1,7 @@
 """Counting traces (``chex.assert_max_traces`` style) instead of reading private jit caches,
 and counting what a compiled program holds.
 
-``counting_policy(base)`` registers a copy of an ego policy whose ``act`` bumps a counter each
+``counting_policy(base)`` makes a copy of an ego policy whose ``act`` bumps a counter each
 time JAX traces it: one rollout trace (a compilation of the batched program) = one more.
 ``conditionals(hlo_text)`` counts the real conditionals of a compiled program's text;
 ``product_precisions(text)`` lists the precision of each matrix product of a lowered one.
@@ -13,7 +13,7 @@ import dataclasses
 import itertools
 import re
 
-from drivesim.core.policies import EgoPolicy, register_policy
+from drivesim.core.policies import EgoPolicy
 
 _ids = itertools.count()
 
@@ -33,12 +33,12 @@ class TraceCounter:
 
 
 def counting_policy(base: EgoPolicy) -> tuple[EgoPolicy, TraceCounter]:
-    """A registered copy of ``base`` (same init and actions, its own name) and its counter."""
+    """A copy of ``base`` (same init and actions, its own name) and its counter."""
     counter = TraceCounter()
     policy = dataclasses.replace(
         base, name=f"{base.name}-counted-{next(_ids)}", act_fn=counter.wrap(base.act_fn)
     )
-    return register_policy(policy), counter
+    return policy, counter
 
 
 def conditionals(hlo_text: str) -> int:

@@ -251,7 +251,8 @@ def register(app: typer.Typer) -> None:
         import_policy: ImportPolicyOpt = False,
     ) -> None:
         """Run a campaign of scenarios end to end (resumable) and write its results and dashboard."""
-        from drivesim.pipeline.config import CampaignConfig, is_user_code, read_config
+        from drivesim.pipeline.config import CampaignConfig, read_config
+        from drivesim.pipeline.policy_names import is_user_code
         from drivesim.pipeline.validation import ConfigError
 
         if directory is not None and out is not None and directory.resolve() != out.resolve():

@@ -65,7 +65,8 @@ def report(
 def _refuse_code(directory: Path, import_policy: bool) -> None:
     """ConfigError when the campaign's policy is code and --import-policy was not given (even
     when no viewer is missing: the flag is what lets ``report`` and ``show`` run it)."""
-    from drivesim.pipeline.config import is_user_code, policy_spec, read_config
+    from drivesim.pipeline.config import policy_spec, read_config
+    from drivesim.pipeline.policy_names import is_user_code
 
     config = read_config(directory)
     if not import_policy and not config.sweep and is_user_code(config.policy):

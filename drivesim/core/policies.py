@@ -1,16 +1,15 @@
-"""Ego policies: one interface (:class:`EgoPolicy`) and one registry.
+"""Ego policies: one interface (:class:`EgoPolicy`) and the built-in policies.
 
 A policy is a static, hashable object with ``init(config, key) -> params`` (a PyTree, or
-None) and ``act(params, ego, config) -> (accel, tan_steer)``. ``SimConfig.policy`` holds a
-registry name; the rollout looks the policy up here and nowhere else compares names.
-Registered: ``idm``, ``constant``, ``open_loop``, ``mlp``. A user policy is registered with
-:func:`register_policy`, or named ``package.module:NAME`` (NAME an EgoPolicy, or a function of no
-arguments returning one), which :func:`get_policy` imports on first use.
+None) and ``act(params, ego, config) -> (accel, tan_steer)``. ``SimConfig.policy`` holds the
+object itself (None: :data:`IDM`); the rollout calls it and nothing in the core looks a
+policy up by name. Built in: :data:`IDM`, :data:`CONSTANT`, :data:`OPEN_LOOP`, :data:`MLP`.
+Names (``idm``, ``mlp:FILE``, ``package.module:NAME``) are read by the pipeline
+(drivesim.pipeline.policy_names).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,19 +50,16 @@ ActFn = Callable[[Params, EgoInputs, SimConfig], tuple[Array, Array]]
 class EgoPolicy:
     """An ego policy (hashable; part of the static configuration).
 
-    name: registry name. init_fn(config, key) -> params (key: a jax PRNG key, or None for
-    the documented defaults). act_fn(params, ego, config) -> (accel [m/s^2], tan(steer)),
-    each (); the engine clips accel to the configured limits; use :func:`steer_tan` to turn
-    a steering angle into tan(steer), or ``ego.lane_tan`` to keep the lane.
-    loader: optional ``module:function`` reference of a host-side reader
-    ``(arg, config) -> params`` for ``NAME:ARG`` specs (e.g. ``mlp:FILE``); the core
-    never imports it.
+    name: what campaigns, ledgers and dashboards call it. init_fn(config, key) -> params
+    (key: a jax PRNG key, or None for the documented defaults). act_fn(params, ego, config)
+    -> (accel [m/s^2], tan(steer)), each (); the engine clips accel to the configured limits;
+    use :func:`steer_tan` to turn a steering angle into tan(steer), or ``ego.lane_tan`` to
+    keep the lane.
     """
 
     name: str
     init_fn: InitFn
     act_fn: ActFn
-    loader: str | None = None
 
     def init(self, config: SimConfig, key=None) -> Params:
         """Parameters of this policy for ``config``."""
@@ -74,58 +70,9 @@ class EgoPolicy:
         return self.act_fn(params, ego, config)
 
 
-_REGISTRY: dict[str, EgoPolicy] = {}
-
-
-def register_policy(policy: EgoPolicy, *, overwrite: bool = False) -> EgoPolicy:
-    """Add ``policy`` to the registry under ``policy.name``; returns it."""
-    if not isinstance(policy, EgoPolicy):
-        raise TypeError(f"register_policy: expected an EgoPolicy, got {type(policy).__name__}")
-    if policy.name in _REGISTRY and _REGISTRY[policy.name] != policy and not overwrite:
-        raise ValueError(f"ego policy {policy.name!r} is already registered")
-    _REGISTRY[policy.name] = policy
-    return policy
-
-
-def registered_policies() -> tuple[str, ...]:
-    """Names of the registered policies, in registration order."""
-    return tuple(_REGISTRY)
-
-
-class PolicyImportRefused(ValueError):
-    """A ``package.module:NAME`` policy that the caller did not allow to be imported."""
-
-
-def get_policy(name: str, allow_import: bool = True) -> EgoPolicy:
-    """The policy registered as ``name``; ``module:NAME`` is imported (and registered under
-    that string) on first use, or refused with :class:`PolicyImportRefused` where
-    ``allow_import`` is False (a name read from a file is data, not code). Raises ValueError
-    naming the policy."""
-    if name in _REGISTRY:
-        return _REGISTRY[name]
-    module_name, attr = module_spec(name)
-    if not allow_import:
-        raise PolicyImportRefused(f"ego policy {name!r} is code (module {module_name}); not imported")
-    try:
-        value = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as err:
-        raise ValueError(f"ego policy {name!r}: cannot import {attr!r} from {module_name!r} ({err})") from err
-    policy = value if isinstance(value, EgoPolicy) else value() if callable(value) else value
-    if not isinstance(policy, EgoPolicy):
-        raise ValueError(f"ego policy {name!r}: {attr} is not an EgoPolicy (nor returns one)")
-    _REGISTRY[name] = policy
-    return policy
-
-
-def module_spec(name: str) -> tuple[str, str]:
-    """(module, attribute) of a ``package.module:NAME`` policy name, checked for form only
-    (nothing is imported); ValueError naming the policy otherwise."""
-    module_name, _, attr = name.partition(":")
-    dotted = module_name.split(".")
-    if not attr or not attr.isidentifier() or not all(part.isidentifier() for part in dotted):
-        known = ", ".join(_REGISTRY)
-        raise ValueError(f"unknown ego policy {name!r}; registered: {known}; or package.module:NAME")
-    return module_name, attr
+def policy_of(config: SimConfig) -> EgoPolicy:
+    """The ego policy ``config`` simulates: ``config.policy``, or :data:`IDM` where it is None."""
+    return IDM if config.policy is None else config.policy
 
 
 def steer_tan(steer: Array, config: SimConfig) -> Array:
@@ -197,31 +144,24 @@ def _mlp_act(params: MLPParams, ego: EgoInputs, config: SimConfig):
 
 MLP_HIDDEN = (64, 64)
 
-IDM = register_policy(EgoPolicy("idm", lambda config, key: idm_policy(), _idm_act))
-CONSTANT = register_policy(EgoPolicy("constant", lambda config, key: None, _constant_act))
-OPEN_LOOP = register_policy(
-    EgoPolicy(
-        "open_loop",
-        lambda config, key: open_loop_policy(np.zeros((config.num_steps, 2), np.float32)),
-        _open_loop_act,
-    )
+IDM = EgoPolicy("idm", lambda config, key: idm_policy(), _idm_act)
+CONSTANT = EgoPolicy("constant", lambda config, key: None, _constant_act)
+OPEN_LOOP = EgoPolicy(
+    "open_loop",
+    lambda config, key: open_loop_policy(np.zeros((config.num_steps, 2), np.float32)),
+    _open_loop_act,
 )
-MLP = register_policy(
-    EgoPolicy(
-        "mlp",
-        lambda config, key: init_mlp(
-            _key_seed(key), (observation_size(config.obs_neighbours), *MLP_HIDDEN, 2)
-        ),
-        _mlp_act,
-        loader="drivesim.train.policy_io:read_params",
-    )
+MLP = EgoPolicy(
+    "mlp",
+    lambda config, key: init_mlp(_key_seed(key), (observation_size(config.obs_neighbours), *MLP_HIDDEN, 2)),
+    _mlp_act,
 )
 
 
 def default_policy_params(config: SimConfig):
-    """Default parameters of ``config.policy`` (its ``init`` without a key): IDM defaults,
-    None for constant speed, zero actions for open loop, a seed-0 (64, 64) MLP."""
-    return get_policy(config.policy).init(config, None)
+    """Default parameters of ``config``'s ego policy (its ``init`` without a key): IDM
+    defaults, None for constant speed, zero actions for open loop, a seed-0 (64, 64) MLP."""
+    return policy_of(config).init(config, None)
 
 
 def stack_policies(policies: list):

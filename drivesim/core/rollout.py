@@ -45,7 +45,7 @@ from drivesim.core.metrics import (
     update_metrics,
 )
 from drivesim.core.observation import at_ego, ego_observation
-from drivesim.core.policies import EgoInputs, corrected_accel, corrected_tan, get_policy
+from drivesim.core.policies import EgoInputs, corrected_accel, corrected_tan, policy_of
 from drivesim.core.road import Drivable, Projection, agent_segments, drivable, point_at, project, route_rows
 from drivesim.core.road_users import kind_limits, kind_metrics
 from drivesim.core.search_choice import of_scenarios as platform_searches
@@ -183,7 +183,7 @@ def _certified(a, proj, lead_gap, scenario: Scenario, config: SimConfig, *, reac
 
 
 def _ego_controls(state, config, policy, ego_pre: EgoBefore):
-    """The ego's (accel, tan(steer)) under the registered ``config.policy``; each ().
+    """The ego's (accel, tan(steer)) under ``config``'s ego policy; each ().
     ``ego_pre``: the ego's values before the step."""
     ego = EgoInputs(
         speed=ego_pre.speed,
@@ -193,7 +193,7 @@ def _ego_controls(state, config, policy, ego_pre: EgoBefore):
         t=state.t,
         observe=lambda: observation_of(state, config),
     )
-    return get_policy(config.policy).act(policy, ego, config)
+    return policy_of(config).act(policy, ego, config)
 
 
 def _ego_controls_of(state, config, policy, ego_pre: EgoBefore, action) -> tuple[Array, Array]:

@@ -359,8 +359,9 @@ POSITION_UPDATES = ("euler", "ballistic")  # SimConfig.position_update
 class SimConfig:
     """Static simulation settings (hashable; a jit static argument).
 
-    policy: name of a registered ego policy (drivesim.core.policies: idm, constant,
-        open_loop, mlp, or a user policy / ``package.module:NAME``).
+    policy: the ego policy, an object: drivesim.core.policies.EgoPolicy (IDM, CONSTANT,
+        OPEN_LOOP, MLP or a user's); None: IDM. Names (``idm``, ``mlp:FILE``,
+        ``package.module:NAME``) are read by drivesim.pipeline.policy_names, not here.
     window: neighbour window half-width K (agents ahead / behind in the sorted order).
     resort_every: in a rollout, one odd-even re-sort pass (parities alternating) runs
         every this many steps. Leaders and collisions are searched in the window whatever
@@ -406,7 +407,7 @@ class SimConfig:
 
     dt: float = 0.1
     num_steps: int = 80
-    policy: str = "idm"
+    policy: Any = None  # a drivesim.core.policies.EgoPolicy
     window: int = 6
     resort_every: int = 2
     max_accel: float = 4.0
@@ -440,13 +441,12 @@ class SimConfig:
             raise ValueError(
                 f"SimConfig.edge_search: expected auto|own_route|all_lanes, got {self.edge_search!r}"
             )
-        from drivesim.core.policies import module_spec, registered_policies  # they import this module
-
-        try:  # a package.module:NAME policy is checked for form; it is imported where it is used
-            if self.policy not in registered_policies():
-                module_spec(self.policy)
-        except ValueError as err:
-            raise ValueError(f"SimConfig.policy: {err}") from None
+        policy = self.policy
+        if policy is not None and not (callable(getattr(policy, "act", None)) and hasattr(policy, "init")):
+            raise ValueError(
+                f"SimConfig.policy: expected an EgoPolicy (drivesim.core.policies.IDM, MLP, ...) or None, "
+                f"got {policy!r}; a policy name is read by drivesim.pipeline.policy_names.policy_named"
+            )
         if self.num_steps < 1 or self.window < 1 or self.resort_every < 1:
             raise ValueError("SimConfig: num_steps, window and resort_every must be >= 1")
         cap = self.junction_capacity

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from drivesim.core.actions import AgentActions
-from drivesim.core.policies import idm_policy
+from drivesim.core.policies import IDM, idm_policy, policy_of
 from drivesim.core.rollout import advance
 from drivesim.core.types import Array, SimConfig, StepControls
 from drivesim.env.environment import DrivingEnv, fresh_state
@@ -52,9 +52,9 @@ class MultiAgentEnv(DrivingEnv):
         time_limit: int | None = None,
     ):
         super().__init__(pool, config, observe, reward)
-        if config.policy != "idm":
+        if policy_of(config) != IDM:
             raise ValueError(
-                f"drivesim.env: the agents that do not learn follow IDM; got policy={config.policy!r}"
+                f"drivesim.env: the agents that do not learn follow IDM; got {policy_of(config).name!r}"
             )
         slots = int(pool.scenarios.agents.x.shape[-1])
         self.ids = ids

@@ -7,6 +7,8 @@ from drivesim._exports import lazy_exports
 _EXPORTS = {
     "CampaignConfig": "drivesim.pipeline.config",
     "read_config": "drivesim.pipeline.config",
+    "policy_named": "drivesim.pipeline.policy_names",
+    "register_policy": "drivesim.pipeline.policy_names",
     "CampaignResult": "drivesim.pipeline.campaign",
     "run_campaign": "drivesim.pipeline.campaign",
     "BatchEvent": "drivesim.pipeline.timing",

@@ -203,7 +203,7 @@ class _Runner:
         self.directory = config.directory
         self.source = campaign.source if campaign.source is not None else src.campaign_source(config)
         self.spec = campaign.spec
-        self.sim_config = sim_config(config, self.spec.kind)
+        self.sim_config = sim_config(config, self.spec.policy)
         self.device = engine(config, self.sim_config, self.spec)
         self.total = len(self.source)
         self.positions, self.process_index = _positions(self.total)

@@ -12,6 +12,7 @@ import json
 import pathlib
 import tomllib
 from dataclasses import dataclass, field
+from typing import Any
 
 CONFIG_NAME = "campaign.toml"
 
@@ -116,6 +117,8 @@ class CampaignConfig:
             raise ConfigError(
                 f"CampaignConfig.position_update: expected euler or ballistic, got {self.position_update!r}"
             )
+        from drivesim.pipeline.policy_names import split_policy
+
         try:
             split_policy(self.policy, allow_import=False)  # a module is imported only where it runs
         except ValueError as err:
@@ -169,13 +172,14 @@ class CampaignConfig:
         return out
 
 
-def sim_config(config: CampaignConfig, policy: str):
-    """The SimConfig a campaign simulates with, for the registered policy name ``policy``."""
+def sim_config(config: CampaignConfig, policy):
+    """The SimConfig a campaign simulates with, for the ego ``policy`` (an EgoPolicy)."""
+    from drivesim.core.policies import IDM
     from drivesim.core.types import LaneChangeConfig, SimConfig
 
     base = SimConfig(
         num_steps=config.num_steps,
-        policy=policy,
+        policy=None if policy == IDM else policy,  # None is IDM: one program for both
         occlusion=config.occlusion,
         position_update=config.position_update,
     )
@@ -261,15 +265,16 @@ def check_same_campaign(stored: CampaignConfig, new: CampaignConfig, directory) 
 
 @dataclass(frozen=True)
 class PolicySpec:
-    """Ego policies of a campaign: kind for SimConfig.policy, P parameter sets and names."""
+    """Ego policies of a campaign: the policy (SimConfig.policy, an EgoPolicy), P parameter
+    sets and their names."""
 
-    kind: str
+    policy: Any
     params: tuple
     names: tuple[str, ...]
 
     @property
     def is_sweep(self) -> bool:
-        return len(self.params) > 1 or self.kind == "sweep"
+        return len(self.params) > 1
 
 
 def _describe_idm(values: dict) -> str:
@@ -312,45 +317,15 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     return out
 
 
-def split_policy(spec: str, allow_import: bool = True):
-    """``spec`` -> (EgoPolicy, args): ``NAME`` (registered, no args), ``NAME:A[,B...]`` (a
-    registered policy with a loader, one parameter set per argument) or ``package.module:NAME``
-    (a user policy, imported; where ``allow_import`` is False it is checked for form only and
-    returned as (None, ())). Raises ValueError naming the spec."""
-    from drivesim.core.policies import get_policy, module_spec, registered_policies
-
-    head, _, rest = spec.partition(":")
-    if head not in registered_policies() or not rest:
-        if not allow_import and spec not in registered_policies():
-            module_spec(spec)
-            return None, ()
-        return get_policy(spec), ()
-    policy = get_policy(head)
-    args = tuple(a for a in rest.split(",") if a)
-    if policy.loader is None or not args:
-        raise ValueError(
-            f"policy {spec!r}: {head} takes no argument (known: {', '.join(registered_policies())})"
-        )
-    return policy, args
-
-
-def is_user_code(spec: str) -> bool:
-    """True where a policy spec names a module to import (``package.module:NAME``)."""
-    from drivesim.core.policies import registered_policies
-
-    head, _, rest = spec.partition(":")
-    return spec not in registered_policies() and not (head in registered_policies() and rest)
-
-
 def policy_spec(config: CampaignConfig, allow_import: bool = True) -> PolicySpec:
     """Resolve ``config.policy`` / ``config.sweep`` into parameters for the executor:
-    a registered policy's default parameters, one set per ``NAME:ARG`` (read by the policy's
-    loader), or the IDM variants of the sweep file. A ``package.module:NAME`` policy is
-    imported only where ``allow_import`` (readers of a campaign's files pass False: they are
-    data; the refusal is a ConfigError naming the policy and the flag that allows it)."""
-    import importlib
-
+    a known policy's default parameters, one set per ``NAME:ARG`` (read by the policy's
+    reader, drivesim.pipeline.policy_names), or the IDM variants of the sweep file. A
+    ``package.module:NAME`` policy is imported only where ``allow_import`` (readers of a
+    campaign's files pass False: they are data; the refusal is a ConfigError naming the
+    policy and the flag that allows it)."""
     from drivesim.core import policies
+    from drivesim.pipeline.policy_names import is_user_code, reader_of, split_policy
 
     if not allow_import and not config.sweep and is_user_code(config.policy):
         from drivesim.pipeline.validation import ConfigError
@@ -363,13 +338,13 @@ def policy_spec(config: CampaignConfig, allow_import: bool = True) -> PolicySpec
     if config.sweep:
         variants = read_sweep(config.sweep)
         params = tuple(policies.idm_policy(**v) for v in variants)
-        return PolicySpec(policies.IDM.name, params, tuple(_describe_idm(v) for v in variants))
+        return PolicySpec(policies.IDM, params, tuple(_describe_idm(v) for v in variants))
     policy, args = split_policy(config.policy)
-    kind = policy.name if args else config.policy
-    sim = sim_config(config, kind)
+    assert policy is not None  # imported: allow_import holds here
+    sim = sim_config(config, policy)
     if not args:
-        return PolicySpec(kind, (policy.init(sim, None),), (config.policy,))
-    module, _, name = (policy.loader or "").partition(":")
-    load = getattr(importlib.import_module(module), name)
+        return PolicySpec(policy, (policy.init(sim, None),), (config.policy,))
+    load = reader_of(config.policy.partition(":")[0])
+    assert load is not None  # split_policy takes arguments only for a policy with a reader
     names = tuple(f"{policy.name}:{a}" for a in args)
-    return PolicySpec(kind, tuple(load(a, sim) for a in args), names)
+    return PolicySpec(policy, tuple(load(a, sim) for a in args), names)

@@ -75,7 +75,7 @@ class CampaignWorker:
         if source is None:
             source = src.campaign_source(config)
         self.spec = policy_spec(config)
-        self.device = DeviceRunner(config, sim_config(config, self.spec.kind), self.spec)
+        self.device = DeviceRunner(config, sim_config(config, self.spec.policy), self.spec)
         # the driver's batch size comes with every batch and sets the padding (_settings)
         self.planner = make_planner(source, self.directory, self._settings(1), range(len(source)))
         self.name = f"w{index}@{platform.node()}:{os.getpid()}"

@@ -107,7 +107,7 @@ def validate_config(config, available_devices: int | None = None):
         raise ConfigError(f"chunk: expected an integer or 'auto', got {config.chunk!r}")
     if config.agents is not None and config.max_agents is not None and config.agents > config.max_agents:
         raise ConfigError(f"agents: {config.agents} is more than max_agents {config.max_agents}")
-    from drivesim.pipeline.config import split_policy
+    from drivesim.pipeline.policy_names import split_policy
 
     try:
         split_policy(config.policy)  # a registered name, NAME:ARG,... or package.module:NAME

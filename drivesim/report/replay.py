@@ -149,7 +149,7 @@ def replay_many(
 
     config = read_config(directory)
     spec = policy_spec(config, allow_import=import_policy)
-    sim = sim_config(config, spec.kind)
+    sim = sim_config(config, spec.policy)
     jobs = []
     for scenario_id, policy in wanted:
         rows = result_rows(directory, scenario_id)

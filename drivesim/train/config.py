@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from drivesim.core.observation import observation_size
+from drivesim.core.policies import MLP
 from drivesim.core.types import SimConfig
 from drivesim.env.reward import RewardConfig
 
@@ -51,7 +52,7 @@ class EnvConfig:
     def sim(self) -> SimConfig:
         """The engine config the environment steps (and the one that evaluates the policy)."""
         return SimConfig(
-            dt=self.dt, num_steps=self.episode_steps, policy="mlp", obs_neighbours=self.obs_neighbours
+            dt=self.dt, num_steps=self.episode_steps, policy=MLP, obs_neighbours=self.obs_neighbours
         )
 
     @property

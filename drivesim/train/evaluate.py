@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from drivesim.core.policies import default_policy_params
+from drivesim.core.policies import MLP, EgoPolicy, default_policy_params
 from drivesim.core.rollout import simulate
 from drivesim.core.types import MLPParams
 from drivesim.train.config import EnvConfig
@@ -45,11 +45,11 @@ def held_out_ids(cfg: EnvConfig, count: int) -> np.ndarray:
 
 def evaluate_direct(params: MLPParams, cfg: EnvConfig, ids) -> EvalSummary:
     """Roll the deterministic policy over scenarios ``ids`` with ``simulate`` (no campaign)."""
-    return evaluate_policy("mlp", params, cfg, ids)
+    return evaluate_policy(MLP, params, cfg, ids)
 
 
-def evaluate_policy(policy: str, params, cfg: EnvConfig, ids) -> EvalSummary:
-    """Roll the registered ego ``policy`` (``mlp``, ``idm``, ``constant``, ...) with ``params``
+def evaluate_policy(policy: EgoPolicy, params, cfg: EnvConfig, ids) -> EvalSummary:
+    """Roll the ego ``policy`` (drivesim.core.policies: MLP, IDM, CONSTANT, ...) with ``params``
     (None: its defaults) over scenarios ``ids`` of ``cfg`` with ``simulate``: the baselines a
     trained ego is compared with, on the same scenarios."""
     sim = dataclasses.replace(cfg.sim, policy=policy)

@@ -3,7 +3,7 @@
 The file holds the actor's mean network as arrays ``w0, b0, w1, b1, ...`` (weights (in, out),
 biases (out,), float32) and a JSON string ``meta`` (format, version, obs_size, hidden sizes,
 plus whatever the trainer adds: config, update, env steps). ``drivesim run --policy mlp:FILE``
-evaluates it with ``SimConfig(policy="mlp")``.
+evaluates it with ``SimConfig(policy=drivesim.core.policies.MLP)``.
 """
 
 from __future__ import annotations

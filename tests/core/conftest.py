@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from drivesim.core.observation import observation_size
-from drivesim.core.policies import idm_policy, init_mlp, open_loop_policy
+from drivesim.core.policies import CONSTANT, MLP, OPEN_LOOP, idm_policy, init_mlp, open_loop_policy
 from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import MLPParams, SimConfig
 
@@ -17,13 +17,13 @@ from . import builders
 
 STEPS = 40
 CONFIGS = {
-    "idm": SimConfig(num_steps=STEPS, window=6, policy="idm"),
-    "constant": SimConfig(num_steps=STEPS, window=6, policy="constant"),
-    "open_loop": SimConfig(num_steps=STEPS, window=6, policy="open_loop"),
-    "mlp": SimConfig(num_steps=STEPS, window=6, policy="mlp"),
-    "window2": SimConfig(num_steps=STEPS, window=2, policy="idm"),
-    "signals": SimConfig(num_steps=STEPS, window=6, policy="idm"),
-    "ballistic": SimConfig(num_steps=STEPS, window=6, policy="idm", position_update="ballistic"),
+    "idm": SimConfig(num_steps=STEPS, window=6),
+    "constant": SimConfig(num_steps=STEPS, window=6, policy=CONSTANT),
+    "open_loop": SimConfig(num_steps=STEPS, window=6, policy=OPEN_LOOP),
+    "mlp": SimConfig(num_steps=STEPS, window=6, policy=MLP),
+    "window2": SimConfig(num_steps=STEPS, window=2),
+    "signals": SimConfig(num_steps=STEPS, window=6),
+    "ballistic": SimConfig(num_steps=STEPS, window=6, position_update="ballistic"),
 }
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from drivesim.core.policies import policy_of
 from drivesim.core.types import CYCLIST, IDM_DEFAULTS, PEDESTRIAN
 
 from .reference_boxes import box_corners, polygon_overlap, sat_separation  # noqa: F401
@@ -244,7 +245,7 @@ class ReferenceSim:
 
     def _ego_b(self):
         """The ego's comfortable deceleration for the amber rule: its IDM policy's b."""
-        if self.cfg.policy == "idm":
+        if policy_of(self.cfg).name == "idm":
             return float(np.asarray(self.policy.b))
         return self.idm_p["b"][self.ego]
 
@@ -294,7 +295,7 @@ class ReferenceSim:
         return np.array(feats)
 
     def _ego_action(self, t, proj, gap, lead_v, lane_steer, vehicle_leader):
-        kind, e = self.cfg.policy, self.ego
+        kind, e = policy_of(self.cfg).name, self.ego
         if kind == "idm":
             p = {k: float(np.asarray(getattr(self.policy, k))) for k in self.idm_p}
             return self._follow(self.v[e], gap[e], lead_v[e], p), lane_steer[e]

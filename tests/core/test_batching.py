@@ -51,7 +51,7 @@ def test_vmapped_batch_equals_loop_over_single_scenarios(batch_metrics):
 
 def test_same_shapes_do_not_recompile_and_uneven_lengths_freeze(batch_metrics):
     policy, traces = counting_policy(IDM)
-    config = replace_policy(CONFIG, policy.name)
+    config = replace_policy(CONFIG, policy)
     first = _metrics(builders.batch(_host()), config)
     size = traces.count
     assert size >= 1
@@ -68,7 +68,7 @@ def test_same_shapes_do_not_recompile_and_uneven_lengths_freeze(batch_metrics):
     _assert_same(long_run, batch_metrics, index_got=1, index_want=1)  # neighbours run on
 
 
-def replace_policy(config, policy: str):
+def replace_policy(config, policy):
     import dataclasses
 
     return dataclasses.replace(config, policy=policy)

@@ -16,7 +16,7 @@ import pytest
 
 from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core import bends
-from drivesim.core.policies import idm_policy
+from drivesim.core.policies import CONSTANT, idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.types import IDM_DEFAULTS, IDMParams, SimConfig
 from drivesim.scenarios.batching import pad_and_stack
@@ -25,7 +25,7 @@ from drivesim.scenarios.synthetic import FamilyConfig, generate
 from .builders import make_scenario
 
 STEPS = 30
-CONFIG = SimConfig(num_steps=STEPS, policy="constant")  # the constant ego runs into traffic
+CONFIG = SimConfig(num_steps=STEPS, policy=CONSTANT)  # the constant ego runs into traffic
 EXACT = (0, 0, 0, 0)
 
 
@@ -100,7 +100,7 @@ def test_a_collision_with_a_bent_agent_beyond_the_window_is_found_directly():
 
 
 def test_idm_results_equal_the_fallback_bit_for_bit(turns):
-    got = jax.device_get(simulate(turns, idm_policy(), dataclasses.replace(CONFIG, policy="idm")))
+    got = jax.device_get(simulate(turns, idm_policy(), dataclasses.replace(CONFIG, policy=None)))
     ref = jax.device_get(simulate(turns, idm_policy(), SimConfig(num_steps=STEPS, neighbours="all_pairs")))
     for name in ("progress_m", "min_ttc_s", "max_jerk", "collision_step", "min_road_edge_distance_m"):
         assert np.asarray(getattr(got, name)).tobytes() == np.asarray(getattr(ref, name)).tobytes(), name

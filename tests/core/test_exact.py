@@ -13,7 +13,7 @@ import pytest
 
 from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core.behavior import idm_acceleration
-from drivesim.core.policies import idm_policy
+from drivesim.core.policies import CONSTANT, IDM, idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.types import IDM_DEFAULTS, IDMParams, SimConfig
 from drivesim.scenarios.batching import pad_and_stack
@@ -35,10 +35,10 @@ def mixed():
     return _mixed_batch()
 
 
-@pytest.mark.parametrize("policy", ["idm", "constant"])
+@pytest.mark.parametrize("policy", [IDM, CONSTANT], ids=["idm", "constant"])
 def test_engine_equals_all_pairs_reference(mixed, policy):
     config = dataclasses.replace(CONFIG, policy=policy)
-    _win, got, _flag = delivered_traces(mixed, idm_policy() if policy == "idm" else None, config)
+    _win, got, _flag = delivered_traces(mixed, idm_policy() if policy == IDM else None, config)
     c = batch_counts(got, mixed.valid)
     assert c.leader_relations > 1000 and c.borderline < 0.01 * c.leader_relations
     assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c

@@ -16,7 +16,7 @@ import pytest
 
 from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core import exact, junction
-from drivesim.core.policies import idm_policy
+from drivesim.core.policies import CONSTANT, idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.types import IDM_DEFAULTS, IDMParams, SimConfig
 from drivesim.scenarios.batching import pad_and_stack
@@ -25,7 +25,7 @@ from drivesim.scenarios.synthetic import FamilyConfig, generate
 from .builders import make_scenario
 
 STEPS = 30
-CONFIG = SimConfig(num_steps=STEPS, policy="constant")  # the constant ego runs into crossing traffic
+CONFIG = SimConfig(num_steps=STEPS, policy=CONSTANT)  # the constant ego runs into crossing traffic
 
 
 def _batch(family: str, ids, agents: int = 32):
@@ -79,7 +79,7 @@ def _stalled_car_case():
 
 def test_a_crossing_collision_beyond_the_window_is_found_by_the_zone():
     batch = pad_and_stack([_stalled_car_case()] * 2, num_agents=16)
-    config = SimConfig(num_steps=STEPS, policy="constant")
+    config = SimConfig(num_steps=STEPS, policy=CONSTANT)
     got = jax.device_get(simulate(batch, None, config))
     ref = jax.device_get(simulate(batch, None, dataclasses.replace(config, neighbours="all_pairs")))
     assert not np.asarray(got.window_overflow).any(), "no fallback: the zone found the pair"

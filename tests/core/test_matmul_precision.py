@@ -17,7 +17,7 @@ from trace_count import product_precisions
 from drivesim.bench.workloads import Workload, make_batch
 from drivesim.core.matmul import matmul
 from drivesim.core.observation import observation_size
-from drivesim.core.policies import idm_policy, init_mlp
+from drivesim.core.policies import MLP, idm_policy, init_mlp
 from drivesim.core.rollout import rollout_batch
 from drivesim.core.types import LaneChangeConfig, SimConfig
 
@@ -33,7 +33,7 @@ def test_the_check_sees_a_default_precision_product():
 
 
 def _mlp_config() -> tuple[SimConfig, object]:
-    config = SimConfig(num_steps=4, policy="mlp")
+    config = SimConfig(num_steps=4, policy=MLP)
     return config, init_mlp(0, (observation_size(config.obs_neighbours), 16, 2))
 
 

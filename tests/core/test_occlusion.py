@@ -11,6 +11,7 @@ import numpy as np
 
 from drivesim.core.observation import neighbour_present
 from drivesim.core.occlusion import crosses_box, sight_points
+from drivesim.core.policies import CONSTANT, MLP
 from drivesim.core.rollout import observation_of, reset
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.catalogue import make_record
@@ -126,7 +127,7 @@ def test_observation_present_flags_match_a_float64_sight_line_loop():
 
     k = 6
     batch = pad_and_stack([generate("highway", i, FamilyConfig(num_agents=24)).scenario for i in range(16)])
-    config = SimConfig(policy="mlp", occlusion=True, obs_neighbours=k)
+    config = SimConfig(policy=MLP, occlusion=True, obs_neighbours=k)
     states = jax.jit(jax.vmap(lambda sc: reset(sc, config)))(batch)
     obs = np.asarray(jax.jit(jax.vmap(lambda st: observation_of(st, config)))(states))
     hidden = agreed = 0
@@ -146,7 +147,7 @@ def test_observation_present_flags_match_a_float64_sight_line_loop():
 
 def _observation(scenario, occlusion: bool) -> np.ndarray:
     """The ego's observation (2 neighbours each side) in the initial state of ``scenario``."""
-    config = SimConfig(policy="constant", occlusion=occlusion, obs_neighbours=2)
+    config = SimConfig(policy=CONSTANT, occlusion=occlusion, obs_neighbours=2)
     return np.asarray(observation_of(reset(jax.tree_util.tree_map(jnp.asarray, scenario), config), config))
 
 

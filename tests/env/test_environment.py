@@ -57,7 +57,7 @@ def test_zero_actions_drive_as_the_idm_ego(env):
     """A zero correction is the engine's IDM ego with the published defaults, bit for bit."""
     state = jax.vmap(env.reset_at)(jnp.arange(B))
     final, (_, done, _, _, _) = _run(jax.vmap(env.step), state, jnp.zeros((STEPS, B, 2)))
-    engine = jax.device_get(simulate(env.pool.scenarios, idm_policy(), replace(env.config, policy="idm")))
+    engine = jax.device_get(simulate(env.pool.scenarios, idm_policy(), replace(env.config, policy=None)))
     np.testing.assert_array_equal(np.asarray(final.pipeline_state.progress), engine.progress_m)
     np.testing.assert_array_equal(np.asarray(done).max(axis=0) > 0, engine.ego_collided | engine.offroad)
     # the wrappers' batch clock re-sorts every other step, as a rollout does: the same physics

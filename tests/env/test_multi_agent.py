@@ -55,7 +55,7 @@ def test_zero_actions_are_the_engine_bit_for_bit(both):
     multi, single = both
     final, (reward, done, _, obs) = _scan(multi, jnp.zeros((STEPS, B, AGENTS, 2)))
     metrics = jax.vmap(finalize)(final.pipeline_state.sim, multi.pool.scenarios)
-    engine = simulate(multi.pool.scenarios, idm_policy(), replace(multi.config, policy="idm"))
+    engine = simulate(multi.pool.scenarios, idm_policy(), replace(multi.config, policy=None))
     for name in metrics.__dataclass_fields__:  # the re-sort schedule moves only the window flag
         if name != "window_overflow":
             np.testing.assert_array_equal(

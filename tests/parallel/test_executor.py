@@ -82,7 +82,7 @@ def test_donated_batch_is_consumed_without_warnings(batch, sim):
 
 def test_second_run_does_not_recompile(batch, sim):
     policy, traces = counting_policy(IDM)
-    ex = Executor(ExecutorConfig(devices=2), dataclasses.replace(sim, policy=policy.name))
+    ex = Executor(ExecutorConfig(devices=2), dataclasses.replace(sim, policy=policy))
     ex.simulate(batch, idm_policy())
     before = traces.count
     assert before >= 1

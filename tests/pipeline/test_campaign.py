@@ -147,7 +147,7 @@ def test_lane_changes_option_reaches_the_engine(tmp_path):
     from the run without it), and a resume with the option off is refused."""
     import dataclasses
 
-    from drivesim.core.policies import idm_policy
+    from drivesim.core.policies import IDM, idm_policy
     from drivesim.core.rollout import simulate
     from drivesim.pipeline.config import sim_config
     from drivesim.scenarios.batching import pad_and_stack
@@ -158,10 +158,8 @@ def test_lane_changes_option_reaches_the_engine(tmp_path):
     batch = pad_and_stack(
         [generate("highway", i, FamilyConfig(num_agents=16, steps=40)).scenario for i in range(8)]
     )
-    with_changes = simulate(batch, idm_policy(), sim_config(config, "idm"))
-    without = simulate(
-        batch, idm_policy(), sim_config(dataclasses.replace(config, lane_changes=False), "idm")
-    )
+    with_changes = simulate(batch, idm_policy(), sim_config(config, IDM))
+    without = simulate(batch, idm_policy(), sim_config(dataclasses.replace(config, lane_changes=False), IDM))
     got = results.query(tmp_path, "SELECT progress_m FROM results ORDER BY scenario_id").column("progress_m")
     np.testing.assert_array_equal(got.to_numpy(), np.asarray(with_changes.progress_m))
     assert not np.array_equal(np.asarray(with_changes.progress_m), np.asarray(without.progress_m))

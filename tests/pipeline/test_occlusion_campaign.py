@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from drivesim.cli import app
+from drivesim.core.policies import MLP
 from drivesim.pipeline.config import CampaignConfig, sim_config
 from drivesim.pipeline.results import query
 from drivesim.scenarios.catalogue import FAMILIES
@@ -46,7 +47,7 @@ def test_occlusion_hides_the_pedestrian_from_an_observing_policy(tmp_path, monke
 
 
 def test_occlusion_in_the_config_and_the_identity():
-    assert sim_config(CampaignConfig(occlusion=True), "mlp").occlusion
-    assert not sim_config(CampaignConfig(), "mlp").occlusion
+    assert sim_config(CampaignConfig(occlusion=True), MLP).occlusion
+    assert not sim_config(CampaignConfig(), MLP).occlusion
     assert "occlusion" not in CampaignConfig().identity()  # campaigns from before it resume
     assert CampaignConfig(occlusion=True).identity()["occlusion"] is True

@@ -12,10 +12,11 @@ from typer.testing import CliRunner
 
 from drivesim.cli import app
 from drivesim.core.observation import observation_size
-from drivesim.core.policies import get_policy, init_mlp, registered_policies
+from drivesim.core.policies import IDM, init_mlp
 from drivesim.core.types import SimConfig
 from drivesim.pipeline.campaign import run_campaign
 from drivesim.pipeline.config import CampaignConfig, policy_spec
+from drivesim.pipeline.policy_names import policy_named, registered_policies
 from drivesim.pipeline.results import query
 from drivesim.train.policy_io import save_policy
 
@@ -40,9 +41,13 @@ def _rows(out, columns="scenario_id, policy, progress_m, ego_collided"):
 
 def test_registry_names_and_clear_errors():
     assert {"idm", "constant", "open_loop", "mlp"} <= set(registered_policies())
-    assert get_policy("idm").name == "idm"
-    with pytest.raises(ValueError, match="SimConfig.policy: unknown ego policy 'nope'"):
-        SimConfig(policy="nope")
+    assert policy_named("idm") is IDM
+    with pytest.raises(
+        ValueError, match="SimConfig.policy: expected an EgoPolicy .* got 'idm'; a policy name"
+    ):
+        SimConfig(policy="idm")  # the core takes objects; names are the pipeline's
+    with pytest.raises(ValueError, match="unknown ego policy 'nope'"):
+        policy_named("nope")
     with pytest.raises(ValueError, match="CampaignConfig.policy: policy 'idm:x': idm takes no argument"):
         CampaignConfig(policy="idm:x")
     config = CampaignConfig(policy="no_such_module_here:X")  # a config is data: nothing imported yet

@@ -77,7 +77,7 @@ def _episode(pool, cfg, policy, num_envs: int = 8, offset: int = 0):
 
 
 def test_mean_action_in_env_equals_engine_mlp_policy(pool):
-    """The deterministic trained policy in the env is what SimConfig(policy='mlp') runs (with the
+    """The deterministic trained policy in the env is what SimConfig(policy=MLP) runs (with the
     evaluation's per-episode re-sort schedule, ``sort_schedule="episode"``)."""
     p = tiny_config().ppo
     params = init_actor_critic(jax.random.PRNGKey(1), CFG.obs_size, p.hidden, p.init_log_std, 1.0)

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pytest
 
+from drivesim.core.policies import CONSTANT
 from drivesim.train.config import tiny_config
 from drivesim.train.env import build_pool
 from drivesim.train.evaluate import evaluate_campaign, evaluate_direct, evaluate_policy, held_out_ids
@@ -47,7 +48,7 @@ def test_trained_ego_is_as_safe_as_the_constant_speed_ego_and_makes_more_progres
     cfg = tiny_config(LEARN_UPDATES, anneal_updates=LEARN_UPDATES).env
     ids = held_out_ids(cfg, HELD_OUT)
     trained = evaluate_direct(load_policy(trained_run.policy_path, obs_size=cfg.obs_size), cfg, ids)
-    constant = evaluate_policy("constant", None, cfg, ids)
+    constant = evaluate_policy(CONSTANT, None, cfg, ids)
     assert trained.collision_rate <= constant.collision_rate + 0.01, (trained, constant)
     assert trained.offroad_rate <= constant.offroad_rate + 0.01, (trained, constant)
     assert trained.progress_m > constant.progress_m, (trained, constant)
