@@ -4,7 +4,7 @@
         --families highway merge intersection intersection_turns
 
 For each family (``NAME``, ``NAME:AGENTS`` or ``NAME?signals`` / ``NAME?pedestrians``), builds
-one batch and compiles ``simulate`` with ``SimConfig(edge_search="all_lanes")`` (every box
+one batch and compiles ``simulate`` with ``SimConfig(search=SearchPlan(edge_search="all_lanes"))`` (every box
 corner against every lane, the search before 2026-11-27) and with the default
 ``"own_route"`` (drivesim.core.edges). The two programs run alternately, ``--repeats`` rounds,
 in this one process; the table gives CPU-seconds medians per call (``time.process_time``, so
@@ -24,6 +24,7 @@ import numpy as np
 
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
@@ -55,7 +56,7 @@ def measure(spec: str, args) -> str:
     """One table row for family ``spec``."""
     batch = jax.device_put(family_batch(spec, args.scenarios, args.steps))
     policy = idm_policy()
-    configs = {s: SimConfig(num_steps=args.steps, edge_search=s) for s in SEARCHES}
+    configs = {s: SimConfig(num_steps=args.steps, search=SearchPlan(edge_search=s)) for s in SEARCHES}
     results = {s: jax.device_get(simulate(batch, policy, c)) for s, c in configs.items()}  # compiles
     cpu: dict[str, list[float]] = {s: [] for s in SEARCHES}
     for _ in range(args.repeats):

@@ -13,9 +13,9 @@ scenarios `drivesim bench engine` times) and compiles ``simulate`` as:
 - ``window_only``: the window search without the exact fallback (the difference to
   ``window`` is what the fallback costs; on an accelerator a fallback chunk is a whole serial
   rollout, so its cost there is not proportional to the flagged share);
-- ``no_store``: ``window`` with ``drivesim.core.materialize.STORE = False`` (values read by
+- ``no_store``: ``window`` with ``SearchPlan(store=False)`` (values read by
   several fusions are left to XLA's fusion instead of stored once; written for XLA:CPU);
-- ``reduce_store``: the default with ``drivesim.core.materialize.BRANCH = False`` (every
+- ``reduce_store``: the default with ``SearchPlan(branch_stores=False)`` (every
   stored value through the identity reduction, none through a conditional: the engine
   before 2026-11-28; on XLA:CPU the reduction runs its fused producer an element at a time);
 - ``all_pairs``: ``neighbours="all_pairs", edge_search="all_lanes"`` (exact by itself, no
@@ -24,7 +24,7 @@ scenarios `drivesim bench engine` times) and compiles ``simulate`` as:
   still proven, a scenario with too many agents near an edge simulated again);
 - ``chunk_16`` / ``chunk_256``: ``window`` with the exact fallback in chunks of 16 / 256
   scenarios;
-- ``libm``: the default with ``drivesim.core.trig.VECTORISED = False`` (sine, cosine and the
+- ``libm``: the default with ``SearchPlan(vectorised_trig=False)`` (sine, cosine and the
   IDM's free-road power from ``jnp.sin``, ``jnp.cos`` and ``jnp.power``: one element at a time
   through the C library on XLA:CPU);
 - ``near_2`` / ``near_8``: the default with 2 / 8 agents near their corridor's edge measured
@@ -47,7 +47,6 @@ the fallback).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -56,17 +55,15 @@ import jax
 import numpy as np
 
 from drivesim.bench.workloads import Workload, make_batch
-from drivesim.core import edges, fallback, materialize, switches, trig
+from drivesim.core import edges, fallback, switches
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import rollout_batch
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import SimConfig
 
 # Module constants a variant may set while its program is traced: option -> (module, names).
 _CONSTANTS = {
-    "store": (materialize, ("STORE",)),
-    "branch": (materialize, ("BRANCH",)),
     "chunk": (fallback, ("CPU_CHUNK", "ACCELERATOR_CHUNK")),
-    "vectorised": (trig, ("VECTORISED",)),
     "near": (edges, ("CPU_CAPACITY", "ACCELERATOR_CAPACITY")),
 }
 
@@ -111,25 +108,27 @@ VARIANTS = (
 
 def variants(batch, steps: int, names=VARIANTS) -> dict[str, Callable]:
     """The compiled variants of ``names`` (see the module), ``default`` first."""
-    window = SimConfig(num_steps=steps, neighbours="window", edge_search="own_route")
+    window = SimConfig(num_steps=steps, search=SearchPlan(neighbours="window", edge_search="own_route"))
     default = SimConfig(num_steps=steps)
     config = {
         "default": default,
-        "window_only": dataclasses.replace(window, neighbours="window_only"),
-        "all_pairs": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="all_lanes"),
-        "all_pairs_own_route": SimConfig(num_steps=steps, neighbours="all_pairs", edge_search="own_route"),
-        "libm": default,
-        "reduce_store": default,
+        "window_only": window.with_search(neighbours="window_only"),
+        "all_pairs": SimConfig(
+            num_steps=steps, search=SearchPlan(neighbours="all_pairs", edge_search="all_lanes")
+        ),
+        "all_pairs_own_route": SimConfig(
+            num_steps=steps, search=SearchPlan(neighbours="all_pairs", edge_search="own_route")
+        ),
+        "no_store": window.with_search(store=False),
+        "libm": default.with_search(vectorised_trig=False),
+        "reduce_store": default.with_search(branch_stores=False),
         "near_2": default,
         "near_8": default,
     }
     options = {
-        "no_store": {"store": False},
-        "reduce_store": {"branch": False},
         "chunk_16": {"chunk": 16},
         "chunk_256": {"chunk": 256},
         "per_step_switches": {"per_step": True},
-        "libm": {"vectorised": False},
         "near_2": {"near": 2},
         "near_8": {"near": 8},
     }

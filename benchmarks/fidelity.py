@@ -26,6 +26,7 @@ import numpy as np
 from drivesim.bench.fidelity import batch_counts, delivered_traces, hard_braking_share, offroad_agent_steps
 from drivesim.core.policies import idm_policy
 from drivesim.core.types import SimConfig
+from drivesim.pipeline.policy_names import policy_named
 from drivesim.scenarios.batching import pad_and_stack
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "commonroad"
@@ -47,7 +48,7 @@ def commonroad_batch(folder: pathlib.Path):
 
 
 def measure(name: str, batch, steps: int, policy: str = "idm") -> dict:
-    config = SimConfig(num_steps=steps, policy=policy)
+    config = SimConfig(num_steps=steps, policy=policy_named(policy))
     win, got, flag = delivered_traces(batch, idm_policy() if policy == "idm" else None, config)
     valid = np.asarray(batch.valid)
     totals = {"window_only": batch_counts(win, valid), "window": batch_counts(got, valid)}

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/junction.py                       # 32 agents, 1024 scenarios
     .venv/bin/python benchmarks/junction.py --agents 128 --scenarios 256 --capacities 8 12 24
 
-For each ``SimConfig.junction_capacity`` it times ``simulate`` (IDM ego, one device, 80 steps)
+For each ``SearchPlan.junction_capacity`` it times ``simulate`` (IDM ego, one device, 80 steps)
 on the synthetic intersection and reports the share of scenarios the exact all-pairs
 fallback re-ran (a step with more agents in the zone than the capacity). Highway, which has
 no crossing routes, is timed first and last in the same run as the reference. Prints a
@@ -13,7 +13,6 @@ Markdown table.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 
 import jax
@@ -57,10 +56,10 @@ def main(argv=None) -> int:
     }
     base = SimConfig(num_steps=80)
     runs = [("highway", base)]
-    runs += [("intersection", dataclasses.replace(base, junction_capacity=c)) for c in args.capacities]
+    runs += [("intersection", base.with_search(junction_capacity=c)) for c in args.capacities]
     runs += [("highway", base)]
     rows = [
-        (family, config.junction_capacity, *rate(batches[family], config, args.repeats))
+        (family, config.search.junction_capacity, *rate(batches[family], config, args.repeats))
         for family, config in runs
     ]
     reference = np.median([r[2] for r in rows if r[0] == "highway"])

@@ -16,7 +16,6 @@ lane centre changing).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 
@@ -24,6 +23,7 @@ import time
 def _config(variant: str):
     """SimConfig of a variant: "base" or "wKeE", optionally ":NEIGHBOURS" ("window_only",
     "all_pairs") for the neighbour search."""
+    from drivesim.core.search_plan import SearchPlan
     from drivesim.core.types import LaneChangeConfig, SimConfig
 
     name, _, neighbours = variant.partition(":")
@@ -31,8 +31,8 @@ def _config(variant: str):
     if name != "base":
         window, every = name[1:].split("e")
         lanes = LaneChangeConfig(decide_every=int(every))
-        config = SimConfig(num_steps=80, window=int(window), lane_changes=lanes)
-    return dataclasses.replace(config, neighbours=neighbours) if neighbours else config
+        config = SimConfig(num_steps=80, lane_changes=lanes, search=SearchPlan(window=int(window)))
+    return config.with_search(neighbours=neighbours) if neighbours else config
 
 
 def lane_changes_per_agent_minute(host, config) -> float:

@@ -14,6 +14,8 @@ import numpy as np
 
 from drivesim.bench.families import family_batches, interleaved_throughput
 from drivesim.core import SimConfig, default_policy_params, simulate
+from drivesim.core.search_plan import SearchPlan
+from drivesim.pipeline.policy_names import policy_named
 from drivesim.scenarios import pad_and_stack
 from drivesim.scenarios.catalogue import make_record
 
@@ -41,7 +43,9 @@ def boundary(speeds=(8.33, 13.89, 19.44)) -> list[dict]:
     records = [make_record("amber_light", {"speed": v, "dist": d}, steps) for v, d in points]
     batch = pad_and_stack([r.scenario for r in records], num_agents=8)
     for policy in ("constant", "idm"):
-        config = SimConfig(num_steps=steps, policy=policy, neighbours="all_pairs")
+        config = SimConfig(
+            num_steps=steps, policy=policy_named(policy), search=SearchPlan(neighbours="all_pairs")
+        )
         flags = np.asarray(simulate(batch, default_policy_params(config), config).red_light_violation)
         for v in speeds:
             mine = np.array([f for (vv, _d), f in zip(points, flags, strict=True) if vv == v])

@@ -77,6 +77,7 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
             "warmup": config.harness.warmup,
             "visible_devices": visible,
             "search": search_name(wl, devices[0].platform, host.num_road_segments),
+            "search_plan": search_plan(wl, devices[0].platform, host.num_road_segments).record(),
             "fusions_per_step": counts.fusions,
             "fallback_rows": fallback.rows,
             "fallback_compile_s": fallback.compile_s,
@@ -113,16 +114,21 @@ def _measure_simulate(device_batch, policy, static: dict, harness: HarnessConfig
     return whole, FallbackCost(int(rows.size), fallback_s)
 
 
-def search_name(wl: Workload, platform: str | None = None, road_segments: int | None = None) -> str:
-    """The neighbour and road-edge searches ``wl``'s defaults take on ``platform`` (None: JAX's
-    default backend), e.g. "window/own_route" (core.search_choice); ``road_segments``: its
-    batch's (None: a one-scenario batch of it is built)."""
+def search_plan(wl: Workload, platform: str | None = None, road_segments: int | None = None):
+    """The SearchPlan ``wl``'s defaults resolve to on ``platform`` (None: JAX's default
+    backend; core.search_choice.resolved); ``road_segments``: its batch's (None: a
+    one-scenario batch of it is built)."""
     from drivesim.core.search_choice import resolved
 
     if road_segments is None:
         road_segments = make_batch(dataclasses.replace(wl, scenarios=1, first_id=0)).num_road_segments
-    config = resolved(sim_config(wl), wl.agents, platform, road_segments)
-    return f"{config.neighbours}/{config.edge_search}"
+    return resolved(sim_config(wl), wl.agents, platform, road_segments).search
+
+
+def search_name(wl: Workload, platform: str | None = None, road_segments: int | None = None) -> str:
+    """The neighbour and road-edge searches of :func:`search_plan`, e.g. "window/own_route"."""
+    plan = search_plan(wl, platform, road_segments)
+    return f"{plan.neighbours}/{plan.edge_search}"
 
 
 def agent_step_cost_ratio(large: BenchRecord, small: BenchRecord) -> float:

@@ -122,17 +122,16 @@ def delivered_traces(batch, policy, config):
     """(window-only trace, the trace of what the engine delivers, fallback flags (B,)) as
     NumPy trees: scenarios whose window search was not proven exact at some step are
     traced with the all-pairs search, as ``rollout_batch`` simulates them."""
-    import dataclasses
 
     import jax
 
     from drivesim.core.trace import trace_batch
 
-    win = jax.device_get(trace_batch(batch, policy, dataclasses.replace(config, neighbours="window_only")))
+    win = jax.device_get(trace_batch(batch, policy, config.with_search(neighbours="window_only")))
     flag = ~np.all(win.certified | ~win.active, axis=1)
     if not flag.any():
         return win, win, flag
-    ap = jax.device_get(trace_batch(batch, policy, dataclasses.replace(config, neighbours="all_pairs")))
+    ap = jax.device_get(trace_batch(batch, policy, config.with_search(neighbours="all_pairs")))
     pick = lambda w, a: np.where(flag.reshape(flag.shape + (1,) * (w.ndim - 1)), a, w)  # noqa: E731
     return win, jax.tree_util.tree_map(pick, win, ap), flag
 

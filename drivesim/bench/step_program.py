@@ -20,7 +20,7 @@ from typing import NamedTuple
 import jax
 
 from drivesim.bench.step_work import frame_names
-from drivesim.core import materialize, switches
+from drivesim.core import switches
 from drivesim.core.rollout import fast_pass
 from drivesim.core.search_choice import of_scenarios, resolved
 
@@ -117,14 +117,12 @@ def accelerator_counts(scenarios, policy, config, platform: str = "gpu") -> Step
     conditionals are the accelerator program's own; its fusions are XLA:CPU's grouping of
     that program, a proxy where no accelerator is lent (XLA:GPU fuses by its own rules)."""
     platform_config = resolved(config, scenarios.num_agents, platform, scenarios.num_road_segments)
-    searches = switches.of_batch(scenarios, config) if platform_config.neighbours != "all_pairs" else None
-    branch, materialize.BRANCH = materialize.BRANCH, False  # read when the program is traced
-    try:
-        program = jax.jit(lambda b, p: fast_pass(b, p, platform_config, searches=searches))
-        text = program.lower(scenarios, policy).compile().as_text() or ""
-    finally:
-        materialize.BRANCH = branch
-    return step_counts(text)
+    searches = (
+        switches.of_batch(scenarios, config) if platform_config.search.neighbours != "all_pairs" else None
+    )
+    accelerator = platform_config.with_search(branch_stores=False)  # no store conditionals
+    program = jax.jit(lambda b, p: fast_pass(b, p, accelerator, searches=searches))
+    return step_counts(program.lower(scenarios, policy).compile().as_text() or "")
 
 
 def main(families=("highway", "intersection_turns")) -> None:

@@ -157,7 +157,7 @@ def family_program(spec: str, scenarios: int, steps: int, devices: int = 1) -> F
     workload = Workload(scenarios=scenarios, agents=int(agents or 32), steps=steps, family=family)
     batch, placed = place(make_batch(workload), jax.devices()[:devices])
     workload = dataclasses.replace(workload, scenarios=placed)
-    config = dataclasses.replace(sim_config(workload), block_agents=None)
+    config = sim_config(workload).with_search(block_agents=None)
     searches = switches.of_batch(batch, config)
     program = jax.jit(lambda sc, pol: rollout_batch(sc, pol, config, devices, searches=searches))
     policy = idm_policy()

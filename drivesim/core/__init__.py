@@ -19,6 +19,7 @@ _EXPORTS = {
     "Scenario": "drivesim.core.types",
     "SignalPlan": "drivesim.core.types",
     "SimConfig": "drivesim.core.types",
+    "SearchPlan": "drivesim.core.search_plan",
     "StepControls": "drivesim.core.types",
     "Trajectory": "drivesim.core.types",
     # road-user types

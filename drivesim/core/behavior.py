@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from drivesim.core import trig
+from drivesim.core import search_plan
 from drivesim.core.matmul import matmul
 from drivesim.core.types import Array, IDMParams, MLPParams, SimConfig
 
@@ -34,7 +34,7 @@ def free_road_term(ratio: Array, delta: Array) -> Array:
     a time through the C library (6.8 ns an element on vm3, 7% of a W32 step); these are
     vector instructions. Relative error against float64 for ratios in [1e-3, 1.3]: 1.7e-7
     at delta = 4, at most 1.9e-6 at 1, 2 and 3.5 (the power's: 6e-8)."""
-    if not trig.VECTORISED:
+    if not search_plan.current().vectorised_trig:  # for measuring (SearchPlan)
         return jnp.power(ratio, delta)
     square = ratio * ratio
     return jnp.where(delta == 4.0, square * square, jnp.exp(delta * jnp.log(jnp.abs(ratio))))

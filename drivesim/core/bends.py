@@ -24,7 +24,7 @@ import functools
 
 import jax.numpy as jnp
 
-from drivesim.core import interactions, junction
+from drivesim.core import interactions, junction, search_choice
 from drivesim.core.materialize import decided_once, materialize
 from drivesim.core.types import Array, SimConfig
 
@@ -32,21 +32,18 @@ from drivesim.core.types import Array, SimConfig
 def capacity(config: SimConfig, agents: int) -> int:
     """Most agents on bent routes searched directly: :func:`group_capacity`, and 0 on the
     all-pairs path (every pair is searched there)."""
-    return 0 if config.neighbours == "all_pairs" else group_capacity(config, agents)
+    return 0 if config.search.neighbours == "all_pairs" else group_capacity(config, agents)
 
 
 def group_capacity(config: SimConfig, agents: int) -> int:
-    """SimConfig.bend_capacity for scenarios of ``agents`` slots ("auto": a quarter of the
+    """SearchPlan.bend_capacity for scenarios of ``agents`` slots ("auto": a quarter of the
     slots in multiples of 8, at least 16; 0 turns the search off), at most ``agents``: bent
     routes with at most this many agents are groups of their own in the sorted order. 0 with
     lane changes (every lane is one group there). The same whichever search runs, so the
     order, and the observation that lists neighbours in it, do not depend on the search."""
     if config.lane_changes:
         return 0
-    cap = config.bend_capacity
-    if cap == "auto":
-        cap = max(16, -(-agents // 32) * 8)
-    return min(int(cap), agents)
+    return min(search_choice.bend_capacity(config, agents), agents)
 
 
 def search_rows(most: int) -> int:

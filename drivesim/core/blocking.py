@@ -21,28 +21,14 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from drivesim.core.search_choice import on_cpu
-
-# Agents per device per block where SimConfig.block_agents is "auto" on CPU: the W32 and
-# W128 sweet spot on a 2-core CPU (benchmarks/engine.py).
-CPU_BLOCK_AGENTS = 16384
-
-
-def resolve_block_agents(block_agents: int | str | None) -> int | None:
-    """Agents per device per block: ``"auto"`` is CPU_BLOCK_AGENTS on CPU and None (no
-    blocking: accelerators want the largest batch) elsewhere."""
-    if block_agents == "auto":
-        return CPU_BLOCK_AGENTS if on_cpu() else None
-    if isinstance(block_agents, str):
-        raise ValueError(f"block_agents: expected an int >= 1, 'auto' or None, got {block_agents!r}")
-    return block_agents
+from drivesim.core import search_choice
 
 
 def cache_blocks(batch: int, agents: int, devices: int, block_agents: int | str | None) -> int:
     """Number of blocks for ``batch`` scenarios of ``agents`` slots spread over ``devices``:
     the smallest divisor of the per-device share with at most ``block_agents`` agents per
     device per block (1 = no blocking)."""
-    limit = resolve_block_agents(block_agents)
+    limit = search_choice.block_agents(block_agents)
     if limit is None or batch <= 1:
         return 1
     local = batch // devices if devices > 1 and batch % devices == 0 else batch

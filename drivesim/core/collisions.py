@@ -16,13 +16,13 @@ def collisions(agents, config: SimConfig, zone=None) -> tuple[Array, Array, Arra
     core.junction.ZoneSearch) or the all-pairs search."""
     ids = agents.agent_id
     none = jnp.iinfo(jnp.int32).max
-    if config.neighbours == "all_pairs":
+    if config.search.neighbours == "all_pairs":
         upper = exact.all_pairs_hits(agents)
         both = upper | upper.T
         partner = jnp.min(jnp.where(both & agents.is_ego[:, None], ids[None, :], none))
         pairs = jnp.sum(upper.astype(jnp.int32))
         return pairs, jnp.any(both, axis=1), jnp.where(partner == none, -1, partner)
-    window = config.window
+    window = config.search.window
     hits = interactions.window_pair_hits(
         agents.x, agents.y, agents.cos_h, agents.sin_h, agents.length, agents.width, agents.valid, window
     )

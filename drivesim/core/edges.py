@@ -13,7 +13,7 @@ signed distance is at least that corridor's depth. Each step
   ``min_road_edge_distance_m``.
 
 A step with more such agents than the capacity is not certified, and the scenario is
-simulated again with every corner against every lane (``SimConfig.edge_search =
+simulated again with every corner against every lane (``SearchPlan.edge_search =
 "all_lanes"``, core.fallback), so every result stays exact. With lane changes every
 corner is measured against every lane (:func:`all_lanes`). Measured on the synthetic
 families (64 scenarios x 80 steps, 32 and 128 agents), at most one agent per step was near
@@ -87,7 +87,7 @@ def all_lanes(config: SimConfig) -> bool:
     """Whether every corner is measured against every lane in every step: with
     ``edge_search="all_lanes"``, and with lane changes (straight parallel lanes of few
     segments, where an agent changing lanes leaves its own corridor for the next one's)."""
-    return config.edge_search == "all_lanes" or bool(config.lane_changes)
+    return config.search.edge_search == "all_lanes" or bool(config.lane_changes)
 
 
 def _box_rows(a) -> list[Array]:

@@ -4,7 +4,7 @@ The sorted-window search (``core.interactions``) examines, for each agent, a fix
 of neighbours in the order by (route group, position). ``core.certificate`` proves per step
 that no agent outside the window can be a leader or a collision partner the window missed;
 where the proof fails, the scenario is simulated again by the all-pairs functions below
-(``SimConfig.neighbours = "all_pairs"``), so every leader and collision is exact. Every
+(``SearchPlan.neighbours = "all_pairs"``), so every leader and collision is exact. Every
 function works on one scenario.
 """
 

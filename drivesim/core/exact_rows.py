@@ -45,7 +45,7 @@ def complete(fast: RolloutMetrics, take: Callable[[np.ndarray], object], run: Ex
         return fast
     out = jax.tree_util.tree_map(np.array, jax.device_get(fast))  # writable copies
     cap = chunk_size(int(np.shape(out.window_overflow)[0]))
-    one_round = config.neighbours == "all_pairs" or edges.all_lanes(config)
+    one_round = config.search.neighbours == "all_pairs" or edges.all_lanes(config)
     pending = rows
     for full in (True,) if one_round else (False, True):
         chunks = [pending[start : start + cap] for start in range(0, pending.size, cap)]

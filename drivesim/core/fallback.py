@@ -19,9 +19,11 @@ def exact_config(config: SimConfig) -> SimConfig | None:
     """The configuration that simulates again the scenarios a run of ``config`` did not prove
     exact (all-pairs neighbours), or None where there is nothing to prove ("window_only"
     measures the window; "all_pairs" with every lane's edges proves everything itself)."""
-    if config.neighbours == "window_only" or (config.neighbours == "all_pairs" and edges.all_lanes(config)):
+    if config.search.neighbours == "window_only" or (
+        config.search.neighbours == "all_pairs" and edges.all_lanes(config)
+    ):
         return None
-    return dataclasses.replace(config, neighbours="all_pairs", block_agents=None)
+    return config.with_search(neighbours="all_pairs", block_agents=None)
 
 
 # Scenarios simulated together by the all-pairs fallback, by platform. On the CPU a chunk
@@ -55,7 +57,7 @@ def exact_fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, config:
     simulates its own flagged rows. A fallback over the whole sharded batch is not split by
     XLA's partitioner, so without this view every device would simulate every flagged row."""
     batch = fast.window_overflow.shape[0]
-    if config.neighbours == "all_pairs" or edges.all_lanes(config):  # the first runs prove everything
+    if config.search.neighbours == "all_pairs" or edges.all_lanes(config):  # the first runs prove everything
         one_device = partial(_single_round, exact_run=lambda sub: exact_run(sub, True))
     else:
         one_device = partial(_two_rounds, exact_run=exact_run)

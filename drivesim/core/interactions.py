@@ -261,7 +261,7 @@ def resort(agents, axis: Array, every: int, t: Array, step_index):
     odd-even passes.
 
     Standalone steps do one pass per step (parity t % 2). Inside a rollout the unbatched
-    ``step_index`` drives it: one pass every ``every`` steps (SimConfig.resort_every),
+    ``step_index`` drives it: one pass every ``every`` steps (SearchPlan.resort_every),
     parities alternating, under a real conditional (a batched condition would run both
     branches).
     """

@@ -29,17 +29,9 @@ import jax
 import jax.numpy as jnp
 from jax.extend.core import get_opaque_trace_state
 
+from drivesim.core import search_plan
 from drivesim.core.search_choice import on_cpu
 from drivesim.core.types import Array
-
-# Whether :func:`materialize` stores its values (True) or hands them on as they are (False:
-# XLA's own fusion decides). Read when a program is traced; False is for measuring what storing
-# gains on another backend (benchmarks/engine_variants.py).
-STORE = True
-# Whether stores inside :func:`stores_by_branch` pass through a conditional (True) or the
-# identity reduction everywhere (False: for measuring; programs traced before a change keep
-# theirs in JAX's caches, so clear them, jax.clear_caches(), when switching).
-BRANCH = True
 
 
 class _Open(threading.local):
@@ -61,10 +53,11 @@ def stores_by_branch(step_index) -> Iterator[None]:
     branches give the value, one as it is and one through the identity reduction, so the
     result does not depend on the predicate. A conditional's operand is computed by a loop
     of its own, vector code on XLA:CPU, where a reduction's fused producer runs one element
-    at a time. Stores traced inside nested control
+    at a time (where the current SearchPlan's ``branch_stores`` is False, every store takes
+    the reduction). Stores traced inside nested control
     flow or transformations (another trace than the counter's) take the reduction: a
     conditional there would capture the counter from the outer trace."""
-    use = BRANCH and step_index is not None and on_cpu()
+    use = search_plan.current().branch_stores and step_index is not None and on_cpu()
     if use:
         _OPEN.stack.append((step_index >= 0, get_opaque_trace_state()))
     try:
@@ -75,12 +68,13 @@ def stores_by_branch(step_index) -> Iterator[None]:
 
 
 def materialize(tree):
-    """``tree`` unchanged, each array leaf computed once by the program (see the module)."""
-    return _store_tree(tree) if STORE else tree
+    """``tree`` unchanged, each array leaf computed once by the program (see the module;
+    the current SearchPlan's ``store`` False hands it on as it is)."""
+    return _store_tree(tree) if search_plan.current().store else tree
 
 
 def decided_once(tree):
-    """``tree`` unchanged, each leaf computed once whatever STORE says: for decisions that
+    """``tree`` unchanged, each leaf computed once whatever SearchPlan.store says: for decisions that
     several fusions must read alike. A comparison recomputed in each reader can come out
     differently in each: XLA:CPU contracts a multiply-add into an FMA in some kernels and
     not in others, so two readers of a near tie may disagree (core.interactions.odd_even_pass

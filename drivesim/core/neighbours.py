@@ -14,7 +14,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import bends, certificate, exact, interactions, junction
+from drivesim.core import bends, certificate, exact, interactions, junction, search_choice
 from drivesim.core.materialize import decided_once, materialize
 from drivesim.core.road import lane_ok
 from drivesim.core.types import Array, Scenario, SimConfig
@@ -84,7 +84,7 @@ def needs_bends(on_bent: Array) -> Array:
 
 def searches_on(scenarios: Scenario, config: SimConfig) -> SearchesOn | None:
     """Which direct searches a batch (leading axis) needs; None on the all-pairs path."""
-    if config.neighbours == "all_pairs":
+    if config.search.neighbours == "all_pairs":
         return None
     layout = jax.vmap(lambda one: route_layout(one, config))(scenarios)
     most = jnp.max(jnp.sum(layout.on_bent.astype(jnp.int32), axis=-1), initial=0)
@@ -99,7 +99,7 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
     zone_on: a SearchesOn of unbatched () bools that skip each search under a real
     conditional when False, or of Python bools that leave it out of the program or inline it
     (core.switches), its bend_rows an int where fixed; None: always search."""
-    if config.neighbours == "all_pairs":
+    if config.search.neighbours == "all_pairs":
         return None
     n = a.x.shape[0]
     capacity = min(zone_capacity(config, n), n)
@@ -108,7 +108,7 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
         drift = jnp.max(jnp.where(a.valid, jnp.abs(proj.d), 0.0))
         widest = jnp.max(jnp.where(a.valid, a.lane_width, 0.0))
         radius = junction.zone_radius(geo, drift, widest, reach)
-        return junction.search(a, proj, geo, radius, config.window, capacity)
+        return junction.search(a, proj, geo, radius, config.search.window, capacity)
 
     def gated(on, search):  # a real conditional on an unbatched switch; None: always search
         if on is None or on is True:
@@ -123,7 +123,7 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
         bend_cap = min(bend_cap, zone_on.bend_rows)
     if bend_cap == 0 or (zone_on is not None and zone_on.bends is False):  # no bent-route search
         return zone
-    run_bends = lambda _: bends.search(a, proj, config.window, bend_cap)  # noqa: E731
+    run_bends = lambda _: bends.search(a, proj, config.search.window, bend_cap)  # noqa: E731
     return junction.merge(zone, gated(None if zone_on is None else zone_on.bends, run_bends))
 
 
@@ -136,11 +136,9 @@ def leader_zone(zone, zone_on):
 
 
 def zone_capacity(config: SimConfig, agents: int) -> int:
-    """SimConfig.junction_capacity for scenarios of ``agents`` slots ("auto": 8 up to 32
+    """SearchPlan.junction_capacity for scenarios of ``agents`` slots ("auto": 8 up to 32
     agents, 16 above; multiples of 8 vectorise best on the CPU)."""
-    if config.junction_capacity == "auto":
-        return 8 if agents <= 32 else 16
-    return int(config.junction_capacity)
+    return search_choice.junction_capacity(config, agents)
 
 
 def leaders_from_all_pairs(config: SimConfig) -> bool:
@@ -148,7 +146,7 @@ def leaders_from_all_pairs(config: SimConfig) -> bool:
     construction: on the all-pairs path, and with lane changes. Every lane is one sorted
     group then, and on roads of four or five lanes the window held too few members of each
     lane to prove the leaders, and many scenarios went to the fallback)."""
-    return config.neighbours == "all_pairs" or bool(config.lane_changes)
+    return config.search.neighbours == "all_pairs" or bool(config.lane_changes)
 
 
 def leader_search(a, proj, axis: Array, config: SimConfig, zone=None) -> tuple[Array, Array, Array]:
@@ -160,11 +158,11 @@ def leader_search(a, proj, axis: Array, config: SimConfig, zone=None) -> tuple[A
     slot = jnp.arange(a.x.shape[0], dtype=jnp.int32)
     forward = proj.tx * axis[0] + proj.ty * axis[1] >= 0.0
     offset = interactions.leader_offsets(
-        a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.window, forward=forward
+        a.x, a.y, a.valid, proj.tx, proj.ty, proj.d, a.lane_width, config.search.window, forward=forward
     )
     offset = materialize(offset)  # one search, read by every picked value
     ds, speed, length = interactions.leader_pick(
-        offset, a.x, a.y, a.speed, a.length, proj.tx, proj.ty, config.window
+        offset, a.x, a.y, a.speed, a.length, proj.tx, proj.ty, config.search.window
     )
     lead = jnp.where(offset != 0, slot + offset, -1)
     if zone is not None:  # the nearer of the window's and the zone's candidates

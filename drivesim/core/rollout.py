@@ -49,6 +49,7 @@ from drivesim.core.policies import EgoInputs, corrected_accel, corrected_tan, po
 from drivesim.core.road import Drivable, Projection, agent_segments, drivable, point_at, project, route_rows
 from drivesim.core.road_users import kind_limits, kind_metrics
 from drivesim.core.search_choice import of_scenarios as platform_searches
+from drivesim.core.search_plan import traced_under_config
 from drivesim.core.step_metrics import EgoBefore, step_info
 from drivesim.core.types import (
     Array,
@@ -86,6 +87,7 @@ class SimState:
     metrics: MetricsState
 
 
+@traced_under_config
 def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
     """Initial SimState of one (unbatched) scenario: agents sorted along the road axis.
     zone_on: the direct searches the program holds (see :func:`advance`); the first leaders
@@ -174,11 +176,11 @@ def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
 def _certified(a, proj, lead_gap, scenario: Scenario, config: SimConfig, *, reach, cross_sep, zone) -> Array:
     """() bool: the window search, with the junction zone, was exact this step (always True
     on the all-pairs path). reach, cross_sep: SimState's; zone: the step's ZoneSearch."""
-    if config.neighbours == "all_pairs":
+    if config.search.neighbours == "all_pairs":
         return jnp.ones((), bool)
     lead = None if neighbours.leaders_from_all_pairs(config) else lead_gap  # None: nothing to prove
     axis = scenario.road.sort_axis
-    proof = certificate.window_certified(a, proj, lead, reach, cross_sep, axis, config.window)
+    proof = certificate.window_certified(a, proj, lead, reach, cross_sep, axis, config.search.window)
     return proof & zone.fits
 
 
@@ -226,7 +228,7 @@ def _leader_state(a: SortedAgents, proj, scenario: Scenario, config: SimConfig, 
     """Gap to and speed of each agent's vehicle leader in the current state (N,) each;
     zone: the step's junction ZoneSearch (None on the all-pairs path)."""
     _lead, gap, speed = neighbours.leader_search(a, proj, scenario.road.sort_axis, config, zone)
-    if config.neighbours != "all_pairs":
+    if config.search.neighbours != "all_pairs":
         # the state and the window certificate both read it. On XLA:CPU the barrier does not
         # keep the search from being fused into each reader (core.materialize does; here the
         # leader offsets are stored inside the search, and storing these results as well
@@ -263,6 +265,7 @@ def _leaders(state: SimState, scenario: Scenario, config: SimConfig, policy):
     return signals.signal_leader(a.signal, time, proj.s, a.speed, a.length, brakes, leader)
 
 
+@traced_under_config
 def advance(
     state: SimState, scenario: Scenario, config: SimConfig, policy, controls: StepControls | None = None
 ) -> tuple[SimState, StepInfo]:
@@ -335,7 +338,9 @@ def advance(
             edges=a.edges,
         )
     with jax.named_scope("resort"):
-        agents = interactions.resort(agents, scenario.road.sort_axis, config.resort_every, t, step_index)
+        agents = interactions.resort(
+            agents, scenario.road.sort_axis, config.search.resort_every, t, step_index
+        )
     if config.lane_changes:
         with jax.named_scope("lane_changes"):
             agents = mobil.decide_every(agents, scenario.road, config, t, step_index, active)
@@ -369,6 +374,7 @@ def advance(
     return new_state, info
 
 
+@traced_under_config
 def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_edges=None) -> RolloutMetrics:
     """Simulate one scenario for config.num_steps steps; per-scenario metrics only.
     zone_on, full_edges: see :func:`advance`; a scenario that needs a search fixed switches
@@ -385,6 +391,7 @@ def rollout(scenario: Scenario, policy, config: SimConfig, zone_on=None, full_ed
     return finalize(state, scenario)
 
 
+@traced_under_config
 def rollouts(scenarios: Scenario, policy, config: SimConfig, zone_on=None) -> RolloutMetrics:
     """:func:`rollout` of each scenario of ``scenarios`` (leading axis b), the same values,
     written as one scan over the batch's state whose step is a vmap: JAX traces the step once
@@ -431,8 +438,8 @@ def fast_pass(
     (core.search_choice); ``searches``: the switches fixed as Python bools, None: each step
     decides under a conditional."""
     batch = scenarios.valid.shape[0]
-    blocks = cache_blocks(batch, scenarios.num_agents, devices, config.block_agents)
-    fixed = searches is not None and config.neighbours != "all_pairs"
+    blocks = cache_blocks(batch, scenarios.num_agents, devices, config.search.block_agents)
+    fixed = searches is not None and config.search.neighbours != "all_pairs"
     zone_on = searches if fixed else neighbours.searches_on(scenarios, config)
     return map_blocks(lambda block: rollouts(block, policy, config, zone_on), scenarios, blocks)
 

@@ -1,5 +1,5 @@
-"""The neighbour and road-edge searches a batch gets where SimConfig leaves them to the
-platform (``neighbours="auto"``, ``edge_search="auto"``, the defaults).
+"""The searches a batch gets where its SearchPlan leaves them to the platform
+(``neighbours="auto"``, ``edge_search="auto"``, the capacities and cache blocks: the defaults).
 
 Every choice is exact: the window search is proven exact per step, and a scenario it cannot
 prove is simulated again with all pairs. On the CPU they give the same metrics bit for bit
@@ -47,6 +47,9 @@ RECORDED_MAP_SEGMENTS = 256
 # segments, where the own-route search flagged 12 of 4096 scenarios for the fallback), and
 # the own-route search 1.13x faster on the turning intersection (16 routes of 7 segments).
 ACCELERATOR_ALL_LANES_SEGMENTS = 32
+# Agents per device per cache block where SearchPlan.block_agents is "auto" on CPU: the W32
+# and W128 sweet spot on a 2-core CPU (benchmarks/engine.py; core.blocking).
+CPU_BLOCK_AGENTS = 16384
 
 
 def on_cpu(platform: str | None = None) -> bool:
@@ -58,37 +61,70 @@ def on_cpu(platform: str | None = None) -> bool:
 def neighbour_search(
     config: SimConfig, agents: int, platform: str | None = None, road_segments: int = 1
 ) -> str:
-    """SimConfig.neighbours for scenarios of ``agents`` slots and ``road_segments`` (lane
+    """SearchPlan.neighbours for scenarios of ``agents`` slots and ``road_segments`` (lane
     slots x segments per lane) on ``platform`` (None: JAX's default backend): "auto" is
     "all_pairs" up to CPU_ALL_PAIRS_AGENTS agents on the CPU and ACCELERATOR_ALL_PAIRS_AGENTS
     on an accelerator, or on a road of more than RECORDED_MAP_SEGMENTS segments; "window"
     otherwise."""
-    if config.neighbours != "auto":
-        return config.neighbours
+    if config.search.neighbours != "auto":
+        return config.search.neighbours
     if road_segments > RECORDED_MAP_SEGMENTS:
         return "all_pairs"
     limit = CPU_ALL_PAIRS_AGENTS if on_cpu(platform) else ACCELERATOR_ALL_PAIRS_AGENTS
     return "all_pairs" if agents <= limit else "window"
 
 
+def junction_capacity(config: SimConfig, agents: int) -> int:
+    """SearchPlan.junction_capacity for scenarios of ``agents`` slots ("auto": 8 up to 32
+    agents, 16 above; multiples of 8 vectorise best on the CPU)."""
+    cap = config.search.junction_capacity
+    return (8 if agents <= 32 else 16) if cap == "auto" else int(cap)
+
+
+def bend_capacity(config: SimConfig, agents: int) -> int:
+    """SearchPlan.bend_capacity for scenarios of ``agents`` slots ("auto": a quarter of the
+    slots in multiples of 8, at least 16; 0 turns the search off)."""
+    cap = config.search.bend_capacity
+    return max(16, -(-agents // 32) * 8) if cap == "auto" else int(cap)
+
+
+def block_agents(block: int | str | None, platform: str | None = None) -> int | None:
+    """Agents per device per cache block for SearchPlan.block_agents ``block`` on ``platform``:
+    "auto" is CPU_BLOCK_AGENTS on the CPU and None (no blocking: accelerators want the
+    largest batch) elsewhere."""
+    if block == "auto":
+        return CPU_BLOCK_AGENTS if on_cpu(platform) else None
+    if isinstance(block, str):
+        raise ValueError(f"block_agents: expected an int >= 1, 'auto' or None, got {block!r}")
+    return block
+
+
 def resolved(
     config: SimConfig, agents: int, platform: str | None = None, road_segments: int = 1
 ) -> SimConfig:
-    """``config`` with "auto" searches replaced by the platform's: :func:`neighbour_search`;
-    on an accelerator every lane's road edges where the neighbours come from all pairs and
-    the road has at most ACCELERATOR_ALL_LANES_SEGMENTS ``road_segments`` (lane slots x
-    segments per lane; nothing is left to prove, so no fallback runs), each corner against
-    its own route elsewhere (on the CPU every lane's edges cost more than the own-route
-    search and its rare fallback)."""
+    """``config`` with every "auto" of its SearchPlan replaced by the platform's choice for
+    scenarios of ``agents`` slots and ``road_segments`` (lane slots x segments per lane): the
+    neighbour search (:func:`neighbour_search`); on an accelerator every lane's road edges
+    where the neighbours come from all pairs and the road has at most
+    ACCELERATOR_ALL_LANES_SEGMENTS segments (nothing is left to prove, so no fallback runs),
+    each corner against its own route elsewhere (on the CPU every lane's edges cost more than
+    the own-route search and its rare fallback); the capacities and cache blocks
+    (:func:`junction_capacity`, :func:`bend_capacity`, :func:`block_agents`). The plan a
+    program runs, as ledgers and benchmark records list it."""
     found = neighbour_search(config, agents, platform, road_segments)
-    edge_search = config.edge_search
+    edge_search = config.search.edge_search
     if edge_search == "auto":
         few = road_segments <= ACCELERATOR_ALL_LANES_SEGMENTS
         every_lane = found == "all_pairs" and few and not on_cpu(platform)
         edge_search = "all_lanes" if every_lane else "own_route"
-    if (found, edge_search) == (config.neighbours, config.edge_search):
-        return config
-    return dataclasses.replace(config, neighbours=found, edge_search=edge_search)
+    plan = config.search.replace(
+        neighbours=found,
+        edge_search=edge_search,
+        junction_capacity=junction_capacity(config, agents),
+        bend_capacity=bend_capacity(config, agents),
+        block_agents=block_agents(config.search.block_agents, platform),
+    )
+    return config if plan == config.search else dataclasses.replace(config, search=plan)
 
 
 def of_scenarios(config: SimConfig, scenarios) -> SimConfig:

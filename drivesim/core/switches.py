@@ -11,7 +11,7 @@ program (smaller, and faster to compile).
 - ``simulate`` reads them from its batch before building the program (:func:`of_batch`): the
   same switches as the conditionals', so the same results bit for bit, and the most agents
   on bent routes of any of its scenarios, which sizes the bent-route search (fewer rows than
-  SimConfig.bend_capacity: the merge family has at most 10 of 32 agents on its ramp);
+  SearchPlan.bend_capacity: the merge family has at most 10 of 32 agents on its ramp);
 - a synthetic family declares the searches its scenarios may need (``SEARCHES``, and
   optionally ``most_bent(slots)``), used for the id batches the devices generate
   (drivesim.parallel.generated);
@@ -36,7 +36,7 @@ _searches_on = jax.jit(neighbours.searches_on, static_argnames="config")
 def fixed(zone: bool, bends: bool, most_bent: int | None = None) -> neighbours.SearchesOn:
     """SearchesOn of Python values (a static argument of a program); ``most_bent``: the most
     agents on bent routes of any scenario, which sizes the bent-route search
-    (core.bends.search_rows; None: SimConfig.bend_capacity's rows)."""
+    (core.bends.search_rows; None: SearchPlan.bend_capacity's rows)."""
     rows = None if most_bent is None or not bends else search_rows(int(most_bent))
     return neighbours.SearchesOn(zone=bool(zone), bends=bool(bends), bend_rows=rows)
 
@@ -58,7 +58,7 @@ def of_batch(scenarios: Scenario, config: SimConfig) -> neighbours.SearchesOn | 
     (traced inside another program, or shapes only) and on the all-pairs path. Runs a small
     program and waits for it."""
     config = search_choice.of_scenarios(config, scenarios)
-    if config.neighbours == "all_pairs" or not _concrete(scenarios):
+    if config.search.neighbours == "all_pairs" or not _concrete(scenarios):
         return None
     on = jax.device_get(_searches_on(scenarios, config))
     return fixed(on.zone, on.bends, on.bend_rows)

@@ -15,6 +15,7 @@ from drivesim.core import neighbours
 from drivesim.core.collisions import collisions
 from drivesim.core.materialize import stores_by_branch
 from drivesim.core.rollout import advance, reset
+from drivesim.core.search_plan import traced_under_config
 from drivesim.core.types import Scenario, SimConfig, StepControls, pytree_dataclass
 
 
@@ -55,6 +56,7 @@ def _leader_slot(a, proj, scenario: Scenario, config: SimConfig, zone):
     return jnp.where(lead >= 0, a.agent_id[jnp.maximum(lead, 0)], -1)
 
 
+@traced_under_config
 def neighbour_trace(scenario: Scenario, policy, config: SimConfig) -> NeighbourTrace:
     """Trace of one scenario over ``config.num_steps`` steps (see NeighbourTrace)."""
 

@@ -15,9 +15,11 @@ from drivesim.core.fallback import exact_config
 from drivesim.core.materialize import stores_by_branch
 from drivesim.core.rollout import advance, finalize, reset
 from drivesim.core.search_choice import of_scenarios as platform_searches
+from drivesim.core.search_plan import traced_under_config
 from drivesim.core.types import RolloutMetrics, Scenario, SimConfig, StepControls, Trajectory, replace
 
 
+@traced_under_config
 def rollout_trajectory(
     scenario: Scenario, policy, config: SimConfig, zone_on=None, full_edges=None
 ) -> tuple[RolloutMetrics, Trajectory]:
@@ -65,7 +67,7 @@ def simulate_trajectory(scenarios: Scenario, policy, config: SimConfig) -> tuple
     exact = exact_config(config)
     if exact is None or not bool(jnp.any(flag)):
         return fast
-    exact_out = _trajectory_program(scenarios, policy, replace(exact, edge_search="all_lanes"), fast=False)
+    exact_out = _trajectory_program(scenarios, policy, exact.with_search(edge_search="all_lanes"), fast=False)
     pick = lambda e, f: jnp.where(flag.reshape(flag.shape + (1,) * (e.ndim - 1)), e, f)  # noqa: E731
     metrics, trajectory = jax.tree_util.tree_map(pick, exact_out, fast)
     return replace(metrics, window_overflow=flag), trajectory

@@ -17,23 +17,19 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from drivesim.core import search_plan
 from drivesim.core.materialize import decided_once
 from drivesim.core.types import Array
 
 PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)  # pi / 2 in three parts
 _TWO_OVER_PI = np.float32(2.0 / np.pi)
-# Whether :func:`sin_cos` and the IDM's free-road term (core.behavior.free_road_term) use
-# vector instructions (True) or ``jnp.sin``, ``jnp.cos`` and ``jnp.power`` (False). Read when
-# a program is traced; False is for measuring the difference on another backend
-# (benchmarks/engine_variants.py, variant ``libm``).
-VECTORISED = True
 _SIN = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
 _COS = (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2)
 
 
 def sin_cos(x: Array) -> tuple[Array, Array]:
     """(sin x, cos x) of float32 angles x (...) [rad]; see the module for the accuracy."""
-    if not VECTORISED:
+    if not search_plan.current().vectorised_trig:  # for measuring (SearchPlan)
         return jnp.sin(x), jnp.cos(x)
     k = jnp.round(x * _TWO_OVER_PI)
     r = ((x - k * PIO2[0]) - k * PIO2[1]) - k * PIO2[2]  # in [-pi/4, pi/4]

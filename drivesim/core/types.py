@@ -17,6 +17,8 @@ from typing import Any, TypeVar, dataclass_transform
 import jax
 import numpy as np
 
+from drivesim.core.search_plan import SearchPlan
+
 Array = jax.Array | np.ndarray  # host (NumPy) or device (JAX) arrays
 
 _T = TypeVar("_T")
@@ -357,59 +359,30 @@ POSITION_UPDATES = ("euler", "ballistic")  # SimConfig.position_update
 
 @dataclass(frozen=True)
 class SimConfig:
-    """Static simulation settings (hashable; a jit static argument).
+    """Static simulation settings: the model simulated (hashable; a jit static argument).
 
     policy: the ego policy, an object: drivesim.core.policies.EgoPolicy (IDM, CONSTANT,
         OPEN_LOOP, MLP or a user's); None: IDM. Names (``idm``, ``mlp:FILE``,
         ``package.module:NAME``) are read by drivesim.pipeline.policy_names, not here.
-    window: neighbour window half-width K (agents ahead / behind in the sorted order).
-    resort_every: in a rollout, one odd-even re-sort pass (parities alternating) runs
-        every this many steps. Leaders and collisions are searched in the window whatever
-        the order, so this trades a little window slack for speed; the order is visible
-        only through the MLP's neighbour features and window_overflow.
-    block_agents: agents per device per cache block (drivesim.core.blocking): a larger
-        batch is simulated as blocks one after another. "auto": 16384 on CPU, no blocking
-        on accelerators; None: never block. Results do not depend on it.
-    neighbours: "auto" (the platform's: "all_pairs" up to 8 agent slots on the CPU and 32
-        on accelerators, "window" above; drivesim.core.search_choice) | "window" (sorted-window search,
-        proven exact per step; a batch's scenarios where the proof fails are simulated
-        again with "all_pairs") | "all_pairs" (every pair, O(N^2) per step) |
-        "window_only" (no fallback: for measuring the window). Metrics are the same bit for
-        bit whichever exact search runs.
     lane_changes: MOBIL lane changes of IDM agents on straight parallel lanes
         (LaneChangeConfig), or None (agents keep their lanes).
     occlusion: the ego's observation (MLP and user policies that call ``observe()``) leaves
         out agents that no sight line from the ego's centre reaches past other agents' boxes
         (drivesim.core.occlusion). The IDM ego and the other agents react to their leaders in
         their lanes whatever is hidden.
-    junction_capacity: most agents the junction zone (drivesim.core.junction: where
-        straight routes cross) searches exactly per step; a scenario with more there at
-        some step is simulated again with all pairs. "auto": 8 for scenarios of up to 32
-        agent slots, 16 above (the fastest on the synthetic intersection).
-    bend_capacity: most agents on bent routes (merge ramps, turns, curved lanes) that
-        drivesim.core.bends searches against every agent, so their scenario's straight
-        routes keep the sorted window; a scenario with more is proven with its bent routes
-        in one group (mostly simulated again with all pairs). "auto": a quarter of the
-        agent slots, at least 16 (16 at 32, 32 at 128); 0: never.
-    edge_search: how the road edges (off-road, ``min_road_edge_distance_m``) are found each
-        step. "own_route": each box corner against its own route, the ego and the few agents
-        near their corridor's edge against every lane, a scenario with too many of those
-        simulated again with "all_lanes" (drivesim.core.edges; exact either way) |
-        "all_lanes": every corner against every lane, O(N L S) per step | "auto"
-        ("all_lanes" on accelerators where the neighbours come from all pairs and the road
-        has at most 32 segments, lane slots x segments per lane; else "own_route").
     position_update: how a step moves an agent (drivesim.core.dynamics.bicycle_step).
         "euler": by the speed before the step (explicit Euler, the default of every
         campaign written so far); "ballistic": by the mean of the speeds before and after
         the step (constant acceleration over the step; SUMO's ``--step-method.ballistic``,
         recommended for the IDM at dt = 0.1 s by Treiber & Kanagaraj 2015).
+    search: how the engine searches (drivesim.core.search_plan.SearchPlan: neighbour and
+        road-edge searches, window, re-sort, cache blocks, capacities, store switches),
+        apart from the model; ``with_search(**changes)`` replaces some of its fields.
     """
 
     dt: float = 0.1
     num_steps: int = 80
     policy: Any = None  # a drivesim.core.policies.EgoPolicy
-    window: int = 6
-    resort_every: int = 2
     max_accel: float = 4.0
     min_accel: float = -9.0
     max_steer: float = 0.5
@@ -420,26 +393,14 @@ class SimConfig:
     yield_horizon_s: float = 4.0
     obs_neighbours: int = 6
     occlusion: bool = False
-    block_agents: int | str | None = "auto"
-    neighbours: str = "auto"
     lane_changes: LaneChangeConfig | None = None
-    junction_capacity: int | str = "auto"
-    edge_search: str = "auto"
-    bend_capacity: int | str = "auto"
     position_update: str = "euler"
+    search: SearchPlan = SearchPlan()
 
     def __post_init__(self):
         if self.position_update not in POSITION_UPDATES:
             raise ValueError(
                 f"SimConfig.position_update: expected euler|ballistic, got {self.position_update!r}"
-            )
-        if self.neighbours not in ("auto", "window", "all_pairs", "window_only"):
-            raise ValueError(
-                f"SimConfig.neighbours: expected auto|window|all_pairs|window_only, got {self.neighbours!r}"
-            )
-        if self.edge_search not in ("auto", "own_route", "all_lanes"):
-            raise ValueError(
-                f"SimConfig.edge_search: expected auto|own_route|all_lanes, got {self.edge_search!r}"
             )
         policy = self.policy
         if policy is not None and not (callable(getattr(policy, "act", None)) and hasattr(policy, "init")):
@@ -447,14 +408,11 @@ class SimConfig:
                 f"SimConfig.policy: expected an EgoPolicy (drivesim.core.policies.IDM, MLP, ...) or None, "
                 f"got {policy!r}; a policy name is read by drivesim.pipeline.policy_names.policy_named"
             )
-        if self.num_steps < 1 or self.window < 1 or self.resort_every < 1:
-            raise ValueError("SimConfig: num_steps, window and resort_every must be >= 1")
-        cap = self.junction_capacity
-        if not (cap == "auto" or (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1)):
-            raise ValueError(f"SimConfig.junction_capacity: expected an int >= 1 or 'auto', got {cap!r}")
-        cap = self.bend_capacity
-        if not (cap == "auto" or (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 0)):
-            raise ValueError(f"SimConfig.bend_capacity: expected an int >= 0 or 'auto', got {cap!r}")
-        block = self.block_agents
-        if not (block in ("auto", None) or (isinstance(block, int) and block >= 1)):
-            raise ValueError(f"SimConfig.block_agents: expected an int >= 1, 'auto' or None, got {block!r}")
+        if self.num_steps < 1:
+            raise ValueError(f"SimConfig.num_steps: must be >= 1, got {self.num_steps!r}")
+        if not isinstance(self.search, SearchPlan):
+            raise ValueError(f"SimConfig.search: expected a SearchPlan, got {self.search!r}")
+
+    def with_search(self, **changes) -> SimConfig:
+        """This config with its SearchPlan's ``changes`` (keywords of SearchPlan's fields)."""
+        return dataclasses.replace(self, search=self.search.replace(**changes))

@@ -131,7 +131,7 @@ class DrivingEnv:
 
         clock: an unbatched () int32 step counter shared by a whole batch (the wrappers of
         drivesim.env.wrappers pass one): the engine's re-sort of the agents then runs every
-        ``SimConfig.resort_every`` steps under a real conditional, as in a rollout; without
+        ``SearchPlan.resort_every`` steps under a real conditional, as in a rollout; without
         it one pass runs every step (a per-environment counter under ``vmap`` would run both
         branches). The order only changes which neighbours the observation lists first and
         the window-overflow flag, never the physics."""

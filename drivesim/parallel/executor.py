@@ -29,9 +29,10 @@ import numpy as np
 from jax.errors import JaxRuntimeError
 from jax.sharding import PartitionSpec
 
+from drivesim.core import search_choice
 from drivesim.core.policies import default_policy_params, stack_policies
 from drivesim.core.types import RolloutMetrics, Scenario, SimConfig
-from drivesim.parallel import determinism, distributed
+from drivesim.parallel import determinism, distributed, generated
 from drivesim.parallel.backends import BACKENDS, ProgramKey, build_program
 from drivesim.parallel.exact_pass import ExactPass
 from drivesim.parallel.failover import DispatchInfo, failed_device_ids
@@ -138,6 +139,8 @@ class Executor:
         self._auto_chunk: dict = {}
         self._programs = EXECUTOR_PROGRAMS  # shared by the process: same program, one compile
         self.compile_seconds = 0.0  # seconds this executor spent in lower().compile()
+        # "AGENTSxSEGMENTS" -> SearchPlan.record() of each program shape it compiled
+        self.search_plans: dict[str, dict] = {}
         self.exact_pass = ExactPass(sim, self._programs)  # the fallback, compiled apart
         self._use(determinism.paired(select_devices(config.devices)))
 
@@ -253,6 +256,7 @@ class Executor:
         sig = (key, ids, self.mesh, self.sim, _signature(chunk), _signature(policy))
 
         def build():
+            self._record_plan(chunk)
             program = build_program(key, self.mesh, self.sim)
             with warnings.catch_warnings():
                 # CPU (and metric-only outputs) cannot reuse donated buffers; they are freed anyway.
@@ -263,6 +267,12 @@ class Executor:
                 return compiled
 
         return self._programs.get(sig, build)
+
+    def _record_plan(self, chunk) -> None:
+        """Keep the SearchPlan a program for ``chunk``'s shapes resolves to (search_choice)."""
+        agents, segments = chunk.num_agents, generated.road_segments(chunk)
+        plan = search_choice.resolved(self.sim, agents, self.devices[0].platform, segments).search
+        self.search_plans[f"{agents}x{segments}"] = plan.record()
 
     # ---- devices -> host -----------------------------------------------------------------
     def fetch(self, result: DeviceResult) -> RolloutMetrics:

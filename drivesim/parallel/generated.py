@@ -8,6 +8,7 @@ into dispatches, sharded on its leading axis) but holds only ids: the compiled p
 from __future__ import annotations
 
 import collections
+import functools
 from dataclasses import field
 
 import jax
@@ -84,6 +85,21 @@ def id_batch(
         config=config.static(),
         size_class=int(size_class),
     )
+
+
+def road_segments(batch) -> int:
+    """Lane slots x segments per lane of the Scenarios ``batch`` stands for (an IdBatch: the
+    largest of its families', from the generator's shapes, nothing computed; else its own)."""
+    if not isinstance(batch, IdBatch):
+        return batch.num_road_segments
+    return _generated_segments(batch.families, batch.config, batch.size_class)
+
+
+@functools.lru_cache(maxsize=64)
+def _generated_segments(families: tuple[str, ...], config, size: int) -> int:
+    ids = jax.ShapeDtypeStruct((1,), jnp.int32)
+    shapes = [jax.eval_shape(lambda i, n=n: generate_batch(n, 0, i, config, size), ids) for n in families]
+    return max(s.num_road_segments for s in shapes)
 
 
 def materialize(batch):

@@ -392,17 +392,24 @@ class _Runner:
             total=len(self.positions),
             device_count=self.device.num_devices,
             notes=list(self.config.notes),
+            search_plans=self.device.executor.search_plans,
         )
 
 
-def finish_run(run, *, total: int, device_count: int, notes: list[str]) -> CampaignResult:
+def finish_run(
+    run, *, total: int, device_count: int, notes: list[str], search_plans: dict | None = None
+) -> CampaignResult:
     """End a campaign run (embedded or on a cluster): emit "end", stamp the ledger, close the
     run session and return its CampaignResult. ``run`` has directory, session, counts,
-    skipped, start and _emit."""
+    skipped, start and _emit; ``search_plans``: {"AGENTSxSEGMENTS": SearchPlan record} of the
+    programs this run compiled, added to the ledger's meta ``search_plans``."""
     run._emit("end")
     elapsed = time.perf_counter() - run.start
     with Ledger(run.directory) as ledger:
         ledger.set_meta(finished_at=str(time.time()))
+        if search_plans:
+            known = json.loads(ledger.meta().get("search_plans") or "{}")
+            ledger.set_meta(search_plans=json.dumps(known | search_plans, sort_keys=True))
     rate = run.counts["this_run"] / elapsed if elapsed > 0 else 0.0
     sessions.record_end(run.directory, run.session, run.counts["this_run"], rate)
     return CampaignResult(

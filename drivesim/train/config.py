@@ -26,7 +26,7 @@ class EnvConfig:
     are generated once on the host and kept on the devices; held-out evaluation uses ids
     outside that range. family_seed: the family's campaign seed.
 
-    sort_schedule: when the engine's odd-even re-sort pass runs (``SimConfig.resort_every``).
+    sort_schedule: when the engine's odd-even re-sort pass runs (``SearchPlan.resort_every``).
     ``"global"`` (default): driven by one step counter shared by every environment, so the
     engine's re-sort is a real branch under ``vmap`` (about 5x cheaper per step on CPU than a
     per-environment predicate, which makes XLA run both branches). Episodes restart at

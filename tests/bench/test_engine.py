@@ -27,6 +27,8 @@ def test_run_engine_record():
     assert record.kind == "engine" and record.repeats == 3 and record.compile_s > 0
     assert len(record.extra["times_s"]) == 3
     assert record.extra["search"] == "all_pairs/own_route"  # the CPU's at 8 agents (core.search_choice)
+    plan = record.extra["search_plan"]  # the resolved SearchPlan: every "auto" filled
+    assert plan["neighbours"] == "all_pairs" and plan["block_agents"] == 16384 and "auto" not in plan.values()
     assert search_name(Workload(16, 32, 5)) == "window/own_route"
     assert search_name(Workload(16, 8, 5), "gpu") == "all_pairs/all_lanes"
     assert search_name(Workload(16, 8, 5, "intersection_turns"), "gpu") == "all_pairs/own_route"

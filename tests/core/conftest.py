@@ -10,6 +10,7 @@ import pytest
 
 from drivesim.core.observation import observation_size
 from drivesim.core.policies import CONSTANT, MLP, OPEN_LOOP, idm_policy, init_mlp, open_loop_policy
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import MLPParams, SimConfig
 
@@ -17,13 +18,13 @@ from . import builders
 
 STEPS = 40
 CONFIGS = {
-    "idm": SimConfig(num_steps=STEPS, window=6),
-    "constant": SimConfig(num_steps=STEPS, window=6, policy=CONSTANT),
-    "open_loop": SimConfig(num_steps=STEPS, window=6, policy=OPEN_LOOP),
-    "mlp": SimConfig(num_steps=STEPS, window=6, policy=MLP),
-    "window2": SimConfig(num_steps=STEPS, window=2),
-    "signals": SimConfig(num_steps=STEPS, window=6),
-    "ballistic": SimConfig(num_steps=STEPS, window=6, position_update="ballistic"),
+    "idm": SimConfig(num_steps=STEPS),
+    "constant": SimConfig(num_steps=STEPS, policy=CONSTANT),
+    "open_loop": SimConfig(num_steps=STEPS, policy=OPEN_LOOP),
+    "mlp": SimConfig(num_steps=STEPS, policy=MLP),
+    "window2": SimConfig(num_steps=STEPS, search=SearchPlan(window=2)),
+    "signals": SimConfig(num_steps=STEPS),
+    "ballistic": SimConfig(num_steps=STEPS, position_update="ballistic"),
 }
 
 

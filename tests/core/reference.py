@@ -401,8 +401,8 @@ class ReferenceSim:
                 h = self.h[i] + travel * math.tan(steer[i]) / wheelbase * cfg.dt
                 self.x[i], self.y[i], self.h[i], self.v[i] = x, y, h, v
                 self.acc[i] = (v - old_v[i]) / cfg.dt
-        if t % cfg.resort_every == 0:  # one odd-even pass, parities alternating
-            self._odd_even((t // cfg.resort_every) % 2)
+        if t % cfg.search.resort_every == 0:  # one odd-even pass, parities alternating
+            self._odd_even((t // cfg.search.resort_every) % 2)
         if not active:
             return
         hit, pairs, partners = self._collisions()

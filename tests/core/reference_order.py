@@ -12,17 +12,17 @@ import numpy as np
 
 def bent_alone(road, route_id, valid, config):
     """(L,) bool: bent routes (more than one real segment) that stay groups of their own,
-    which they do when their agents fit SimConfig.bend_capacity ("auto": a quarter of the
+    which they do when their agents fit SearchPlan.bend_capacity ("auto": a quarter of the
     agent slots, at least 16; never with lane changes or all pairs). route_id, valid: (N,)
     each agent's route and whether it is present."""
     n = len(route_id)
     seg = np.diff(road["centers"], axis=1)
     real = np.hypot(seg[..., 0], seg[..., 1]) > 1e-6
     bent = (real.sum(axis=1) > 1) & road["lane_valid"]
-    cap = config.bend_capacity
+    cap = config.search.bend_capacity
     if cap == "auto":
         cap = max(16, 8 * -(-n // 32))
-    if config.lane_changes or config.neighbours == "all_pairs":
+    if config.lane_changes or config.search.neighbours == "all_pairs":
         cap = 0
     cap = min(cap, n)
     on_bent = int(np.sum(valid & bent[route_id]))

@@ -18,6 +18,7 @@ from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core import bends
 from drivesim.core.policies import CONSTANT, idm_policy
 from drivesim.core.rollout import simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import IDM_DEFAULTS, IDMParams, SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
@@ -51,7 +52,7 @@ def test_bent_routes_are_exact_and_mostly_without_the_fallback(family, turns):
     assert c.leader_relations > 1000, c
     assert _errors(c) == EXACT and c.pair_count_errors == 0, c
     assert flag.sum() <= 2, flag  # without the direct search every scenario fell back
-    old = jax.device_get(simulate(batch, None, dataclasses.replace(CONFIG, bend_capacity=0)))
+    old = jax.device_get(simulate(batch, None, CONFIG.with_search(bend_capacity=0)))
     assert np.asarray(old.window_overflow).sum() > flag.sum()
 
 
@@ -62,13 +63,13 @@ def test_a_broken_direct_search_is_caught_by_the_reference(turns, monkeypatch):
         return jnp.full(n, jnp.inf), jnp.full(n, -1, jnp.int32), jnp.zeros(n), jnp.zeros(n)
 
     monkeypatch.setattr(bends, "_own_leaders", blind)
-    broken = dataclasses.replace(CONFIG, bend_capacity=31)  # a config not compiled before
+    broken = CONFIG.with_search(bend_capacity=31)  # a config not compiled before
     win, _got, _flag = delivered_traces(turns, None, broken)
     assert batch_counts(win, turns.valid).leader_misses > 0
 
 
 def test_too_many_bent_agents_fall_back_exactly(turns):
-    small = dataclasses.replace(CONFIG, bend_capacity=1)
+    small = CONFIG.with_search(bend_capacity=1)
     _win, got, flag = delivered_traces(turns, None, small)
     assert flag.sum() >= 4, flag  # more than one turning agent in most scenarios
     assert _errors(batch_counts(got, turns.valid)) == EXACT
@@ -92,7 +93,7 @@ def _stalled_on_ramp_case():
 def test_a_collision_with_a_bent_agent_beyond_the_window_is_found_directly():
     batch = pad_and_stack([_stalled_on_ramp_case()] * 2, num_agents=16)
     got = jax.device_get(simulate(batch, None, CONFIG))
-    ref = jax.device_get(simulate(batch, None, dataclasses.replace(CONFIG, neighbours="all_pairs")))
+    ref = jax.device_get(simulate(batch, None, CONFIG.with_search(neighbours="all_pairs")))
     assert not np.asarray(got.window_overflow).any(), "no fallback: the direct search found the pair"
     assert bool(got.ego_collided[0]) and int(got.collided_with[0]) == 9
     for name in ("collision_step", "collided_with", "agents_collided", "collision_pairs", "min_ttc_s"):
@@ -101,7 +102,9 @@ def test_a_collision_with_a_bent_agent_beyond_the_window_is_found_directly():
 
 def test_idm_results_equal_the_fallback_bit_for_bit(turns):
     got = jax.device_get(simulate(turns, idm_policy(), dataclasses.replace(CONFIG, policy=None)))
-    ref = jax.device_get(simulate(turns, idm_policy(), SimConfig(num_steps=STEPS, neighbours="all_pairs")))
+    ref = jax.device_get(
+        simulate(turns, idm_policy(), SimConfig(num_steps=STEPS, search=SearchPlan(neighbours="all_pairs")))
+    )
     for name in ("progress_m", "min_ttc_s", "max_jerk", "collision_step", "min_road_edge_distance_m"):
         assert np.asarray(getattr(got, name)).tobytes() == np.asarray(getattr(ref, name)).tobytes(), name
 
@@ -109,4 +112,4 @@ def test_idm_results_equal_the_fallback_bit_for_bit(turns):
 @pytest.mark.parametrize("bad", [-1, "big", True, 2.5])
 def test_bend_capacity_is_checked(bad):
     with pytest.raises(ValueError, match="bend_capacity"):
-        SimConfig(bend_capacity=bad)
+        SimConfig(search=SearchPlan(bend_capacity=bad))

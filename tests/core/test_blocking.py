@@ -10,7 +10,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from drivesim.core.blocking import cache_blocks
 from drivesim.core.rollout import simulate
-from drivesim.core.types import METRIC_NAMES, replace
+from drivesim.core.types import METRIC_NAMES
 
 from . import builders
 from .conftest import CONFIGS, POLICIES
@@ -37,7 +37,7 @@ def test_cache_blocks(batch, agents, devices, limit, blocks):
 
 def test_block_agents_is_validated():
     with pytest.raises(ValueError, match="block_agents"):
-        replace(CONFIG, block_agents=0)
+        CONFIG.with_search(block_agents=0)
 
 
 def _host(count: int):
@@ -53,8 +53,8 @@ def _assert_same(got, want):
 @pytest.mark.parametrize("count", [12, 7])
 def test_blocked_equals_unblocked_on_one_device(count):
     host = _host(count)
-    whole = jax.device_get(simulate(host, POLICY, replace(CONFIG, block_agents=None)))
-    blocked = jax.device_get(simulate(host, POLICY, replace(CONFIG, block_agents=16)))
+    whole = jax.device_get(simulate(host, POLICY, CONFIG.with_search(block_agents=None)))
+    blocked = jax.device_get(simulate(host, POLICY, CONFIG.with_search(block_agents=16)))
     assert cache_blocks(count, host.num_agents, 1, 16) > 1
     _assert_same(blocked, whole)
 
@@ -64,14 +64,14 @@ def test_blocked_sharded_batch_equals_one_device_and_moves_nothing():
     if len(devices) < 8:
         pytest.skip("needs 8 (forced CPU) devices")
     host = _host(32)
-    whole = jax.device_get(simulate(host, POLICY, replace(CONFIG, block_agents=None)))
+    whole = jax.device_get(simulate(host, POLICY, CONFIG.with_search(block_agents=None)))
     sharding = NamedSharding(Mesh(np.array(devices[:8]), ("batch",)), PartitionSpec("batch"))
     sharded = jax.device_put(host, sharding)
-    config = replace(CONFIG, block_agents=2 * host.num_agents)  # 2 scenarios per device per block
-    assert cache_blocks(32, host.num_agents, 8, config.block_agents) == 2
+    config = CONFIG.with_search(block_agents=2 * host.num_agents)  # 2 scenarios per device per block
+    assert cache_blocks(32, host.num_agents, 8, config.search.block_agents) == 2
     # the window search moves nothing between devices; the exact fallback (drivesim.core.fallback)
     # gathers the few scenarios it must redo from every device, so it is left out of this check
-    fast = replace(config, neighbours="window_only")
+    fast = config.with_search(neighbours="window_only")
     hlo = simulate.lower(sharded, POLICY, config=fast, devices=8).compile().as_text()
     assert "all-gather" not in hlo and "all-to-all" not in hlo and "collective-permute" not in hlo
     _assert_same(jax.device_get(simulate(sharded, POLICY, config, devices=8)), whole)

@@ -5,8 +5,6 @@ no scenario left to the exact fallback."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -119,6 +117,6 @@ def test_recorded_traffic_runs_without_the_fallback_and_as_every_lane(womd_dir, 
     config = SimConfig(num_steps=80)
     got = jax.device_get(simulate(batch, idm_policy(), config))
     assert not got.window_overflow.any()
-    every_lane = dataclasses.replace(config, neighbours="all_pairs", edge_search="all_lanes")
+    every_lane = config.with_search(neighbours="all_pairs", edge_search="all_lanes")
     assert_bitwise(got, jax.device_get(simulate(batch, idm_policy(), every_lane)), ())
     assert int(np.sum(got.agents_offroad)) > 0  # off-road agents were found, not skipped

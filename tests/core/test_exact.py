@@ -15,6 +15,7 @@ from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core.behavior import idm_acceleration
 from drivesim.core.policies import CONSTANT, IDM, idm_policy
 from drivesim.core.rollout import simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import IDM_DEFAULTS, IDMParams, SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
@@ -47,7 +48,7 @@ def test_engine_equals_all_pairs_reference(mixed, policy):
 
 def test_shrunk_window_is_caught_by_the_reference_and_by_the_certificate(mixed):
     # merge ramps in one group with the main road (no direct search): there a window of 1 misses
-    shrunk = dataclasses.replace(CONFIG, window=1, bend_capacity=0)
+    shrunk = CONFIG.with_search(window=1, bend_capacity=0)
     win, got, flag = delivered_traces(mixed, idm_policy(), shrunk)
     assert batch_counts(win, mixed.valid).leader_misses > 0, "a window of 1 must miss leaders"
     assert flag.any()
@@ -99,7 +100,9 @@ def test_fallback_chunk_does_not_change_results(monkeypatch):
     cfg = FamilyConfig(num_agents=16, steps=20)
     families = ("merge", "highway", "merge", "merge", "highway", "merge")
     batch = pad_and_stack([generate(f, i, cfg).scenario for i, f in enumerate(families)], num_agents=16)
-    config = SimConfig(num_steps=20, bend_capacity=0)  # merge ramps in one group: most merges fall back
+    config = SimConfig(
+        num_steps=20, search=SearchPlan(bend_capacity=0)
+    )  # merge ramps in one group: most merges fall back
     runs = []
     for chunk in (2, 64):
         monkeypatch.setattr(fallback, "CPU_CHUNK", chunk)

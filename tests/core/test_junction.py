@@ -7,8 +7,6 @@ against the closed form; highway scenarios give the same bits beside intersectio
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,6 +16,7 @@ from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core import exact, junction
 from drivesim.core.policies import CONSTANT, idm_policy
 from drivesim.core.rollout import simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import IDM_DEFAULTS, IDMParams, SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
@@ -50,14 +49,14 @@ def test_intersections_are_exact_without_the_all_pairs_fallback(junctions):
 def test_a_shrunk_zone_is_caught_by_the_reference(junctions, monkeypatch):
     # the zone reaches only the crossing points themselves: cross-road leaders further out are missed
     monkeypatch.setattr(junction, "zone_radius", lambda geo, drift, widest, reach: geo.r0)
-    shrunk = dataclasses.replace(CONFIG, junction_capacity=15)  # a config not compiled before
+    shrunk = CONFIG.with_search(junction_capacity=15)  # a config not compiled before
     win, _got, _flag = delivered_traces(junctions, None, shrunk)
     c = batch_counts(win, junctions.valid)
     assert c.leader_misses > 0, c
 
 
 def test_a_full_zone_falls_back_to_all_pairs(junctions):
-    small = dataclasses.replace(CONFIG, junction_capacity=1)
+    small = CONFIG.with_search(junction_capacity=1)
     _win, got, flag = delivered_traces(junctions, None, small)
     assert flag.sum() >= 3, flag  # scenarios with two agents in the zone at some step
     c = batch_counts(got, junctions.valid)
@@ -81,7 +80,7 @@ def test_a_crossing_collision_beyond_the_window_is_found_by_the_zone():
     batch = pad_and_stack([_stalled_car_case()] * 2, num_agents=16)
     config = SimConfig(num_steps=STEPS, policy=CONSTANT)
     got = jax.device_get(simulate(batch, None, config))
-    ref = jax.device_get(simulate(batch, None, dataclasses.replace(config, neighbours="all_pairs")))
+    ref = jax.device_get(simulate(batch, None, config.with_search(neighbours="all_pairs")))
     assert not np.asarray(got.window_overflow).any(), "no fallback: the zone found the pair"
     assert bool(got.ego_collided[0]) and int(got.collided_with[0]) == 9
     for name in ("collision_step", "collided_with", "agents_collided", "collision_pairs", "min_ttc_s"):
@@ -140,7 +139,7 @@ def test_highway_results_do_not_depend_on_intersections_in_the_batch():
 @pytest.mark.parametrize("bad", [0, -3, "big", True])
 def test_junction_capacity_is_checked(bad):
     with pytest.raises(ValueError, match="junction_capacity"):
-        SimConfig(junction_capacity=bad)
+        SimConfig(search=SearchPlan(junction_capacity=bad))
 
 
 @pytest.mark.parametrize("slots", [8, junction.TRIANGLE_SLOTS, 40])  # both ways of counting

@@ -9,6 +9,7 @@ import numpy as np
 
 from drivesim.bench.fidelity import brute_force
 from drivesim.core.policies import idm_policy
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.trace import trace_batch
 from drivesim.core.types import LaneChangeConfig, SimConfig
 from drivesim.scenarios.batching import pad_and_stack
@@ -27,7 +28,9 @@ def test_leaders_equal_brute_force_beyond_a_small_window():
     cfg = FamilyConfig(num_agents=32, steps=STEPS)
     scenarios = pad_and_stack([generate("highway", i, cfg).scenario for i in range(SCENARIOS)], num_agents=32)
     lanes = LaneChangeConfig()
-    config = SimConfig(num_steps=STEPS, window=WINDOW, lane_changes=lanes, neighbours="window_only")
+    config = SimConfig(
+        num_steps=STEPS, lane_changes=lanes, search=SearchPlan(window=WINDOW, neighbours="window_only")
+    )
     tr = jax.device_get(trace_batch(scenarios, idm_policy(), config))
     relations, far = 0, 0
     for b in range(SCENARIOS):

@@ -8,6 +8,7 @@ import numpy as np
 from trace_count import conditionals
 
 from drivesim.core.materialize import materialize
+from drivesim.core.search_plan import SearchPlan, tracing
 
 
 def test_identity_bit_for_bit():
@@ -41,13 +42,12 @@ def test_a_value_with_three_readers_is_computed_once():
     assert _abs_ops(lambda v: v) > 2
 
 
-def test_store_off_hands_values_on_as_they_are(monkeypatch):
-    from drivesim.core import materialize as module
-
-    monkeypatch.setattr(module, "STORE", False)
-    tree = {"a": jnp.arange(3.0)}
-    assert module.materialize(tree) is tree
-    assert _abs_ops(module.materialize) > 2  # XLA's fusion decides again
+def test_store_off_hands_values_on_as_they_are():
+    with tracing(SearchPlan(store=False)):  # a program traced under such a plan
+        tree = {"a": jnp.arange(3.0)}
+        assert materialize(tree) is tree
+        assert _abs_ops(materialize) > 2  # XLA's fusion decides again
+    assert _abs_ops(materialize) == 2  # the plan is current only inside
 
 
 def _scanned(store, steps: int = 3):
@@ -70,14 +70,12 @@ def _scanned(store, steps: int = 3):
     return program.lower(*args).compile().as_text(), program(*args)
 
 
-def test_a_store_in_a_scan_body_passes_through_a_conditional(monkeypatch):
-    from drivesim.core import materialize as module
-
-    text, out = _scanned(module.materialize)
+def test_a_store_in_a_scan_body_passes_through_a_conditional():
+    text, out = _scanned(materialize)
     assert conditionals(text) == 1
-    monkeypatch.setattr(module, "BRANCH", False)
-    jax.clear_caches()
-    reduced_text, reduced = _scanned(module.materialize)
+    jax.clear_caches()  # the same function traced again, under another plan
+    with tracing(SearchPlan(branch_stores=False)):
+        reduced_text, reduced = _scanned(materialize)
     assert conditionals(reduced_text) == 0
     for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(reduced), strict=True):
         assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
@@ -112,10 +110,9 @@ def test_stores_in_nested_control_flow_take_the_reduction():
     assert np.allclose(first, 6.25) and np.allclose(second, 1.5625)
 
 
-def test_the_engine_gives_the_same_bits_with_stores_through_reductions(monkeypatch, assert_bitwise):
+def test_the_engine_gives_the_same_bits_with_stores_through_reductions(assert_bitwise):
     """The engine's stores through conditionals (the default on the CPU) and through the
     identity reduction give the same metrics bit for bit, on the family with every search."""
-    from drivesim.core import materialize as module
     from drivesim.core.policies import idm_policy
     from drivesim.core.rollout import simulate
     from drivesim.core.types import SimConfig
@@ -127,8 +124,6 @@ def test_the_engine_gives_the_same_bits_with_stores_through_reductions(monkeypat
     batch = pad_and_stack(scenarios, num_agents=16)
     config, policy = SimConfig(num_steps=12), idm_policy()
     branched = simulate.lower(batch, policy, config).compile()
-    monkeypatch.setattr(module, "BRANCH", False)
-    jax.clear_caches()
-    reduced = simulate.lower(batch, policy, config).compile()
+    reduced = simulate.lower(batch, policy, config.with_search(branch_stores=False)).compile()
     assert conditionals(branched.as_text()) > conditionals(reduced.as_text())
     assert_bitwise(jax.device_get(branched(batch, policy)), jax.device_get(reduced(batch, policy)))

@@ -19,6 +19,7 @@ from drivesim.core.matmul import matmul
 from drivesim.core.observation import observation_size
 from drivesim.core.policies import MLP, idm_policy, init_mlp
 from drivesim.core.rollout import rollout_batch
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import LaneChangeConfig, SimConfig
 
 FULL = "HIGHEST,HIGHEST"
@@ -40,7 +41,11 @@ def _mlp_config() -> tuple[SimConfig, object]:
 CASES = {
     "highway, IDM ego": ("highway", SimConfig(num_steps=4), idm_policy()),
     "turning intersection, MLP ego": ("intersection_turns", *_mlp_config()),
-    "merge, all pairs": ("merge", SimConfig(num_steps=4, neighbours="all_pairs"), idm_policy()),
+    "merge, all pairs": (
+        "merge",
+        SimConfig(num_steps=4, search=SearchPlan(neighbours="all_pairs")),
+        idm_policy(),
+    ),
     "highway, lane changes": (
         "highway",
         SimConfig(num_steps=4, lane_changes=LaneChangeConfig()),

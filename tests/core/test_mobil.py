@@ -16,6 +16,7 @@ from drivesim.bench.fidelity import batch_counts, delivered_traces
 from drivesim.core import mobil
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import reset, simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import IDM_DEFAULTS, IDMParams, LaneChangeConfig, MOBILParams, SimConfig, replace
 from drivesim.scenarios.batching import pad_and_stack
@@ -24,7 +25,7 @@ from tests.core import mobil_reference as ref
 from tests.core.builders import batch, make_scenario, straight_lanes
 
 LANES = LaneChangeConfig()
-CONFIG = SimConfig(num_steps=60, lane_changes=LANES, window=12)
+CONFIG = SimConfig(num_steps=60, lane_changes=LANES, search=SearchPlan(window=12))
 W = 3.6
 
 

@@ -24,12 +24,13 @@ from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.trajectory import simulate_trajectory
 from drivesim.core.types import SimConfig
+from drivesim.core.search_plan import SearchPlan
 
 batch = make_batch(Workload(2, 8, 80, "merge", first_id=280))
 out = {}
 for name, config in {
-    "all_pairs": SimConfig(neighbours="all_pairs", edge_search="all_lanes"),
-    "window": SimConfig(neighbours="window", edge_search="own_route"),
+    "all_pairs": SimConfig(search=SearchPlan(neighbours="all_pairs", edge_search="all_lanes")),
+    "window": SimConfig(search=SearchPlan(neighbours="window", edge_search="own_route")),
 }.items():
     _, tr = jax.device_get(simulate_trajectory(batch, idm_policy(), config))
     both = tr.valid[:, 1:] & tr.valid[:, :-1]

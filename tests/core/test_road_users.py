@@ -4,8 +4,6 @@ found for pedestrians and cyclists, per-type kinematic limits, validation."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import numpy as np
 import pytest
@@ -74,7 +72,7 @@ def test_kind_metrics_window_path_match_brute_force(core_runs):
 def test_kind_metrics_all_pairs_fallback_match_brute_force():
     """A junction zone of one agent cannot hold the ego and the pedestrian on the crosswalk,
     so the whole scenario runs again on the all-pairs path (core.exact / core.fallback)."""
-    config = dataclasses.replace(CONFIGS["constant"], window=1, junction_capacity=1, neighbours="window")
+    config = CONFIGS["constant"].with_search(window=1, junction_capacity=1, neighbours="window")
     scenario = builders.vru_hit_case()
     metrics, traj = jax.device_get(simulate_trajectory(builders.batch([scenario, scenario]), None, config))
     m = jax.tree_util.tree_map(lambda v: v[0], metrics)

@@ -55,7 +55,7 @@ def test_rollout_matches_reference(core_runs, config_name, case):
     _check_not_borderline(ref, config_name)
     if config_name == "window2":
         assert m_overflow_expected(case) == bool(metrics[case].window_overflow), "fallback not taken"
-        assert ref.leader_rank_gap <= CONFIGS[config_name].window, "true leader outside the window"
+        assert ref.leader_rank_gap <= CONFIGS[config_name].search.window, "true leader outside the window"
     got = traj[case]
     for name in ("x", "y", "heading", "speed"):
         np.testing.assert_allclose(

@@ -7,27 +7,26 @@ metrics bit for bit."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import pytest
 
 from drivesim.core import search_choice
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
 
 STEPS = 12
 AUTO = SimConfig(num_steps=STEPS)
-WINDOW = SimConfig(num_steps=STEPS, neighbours="window", edge_search="own_route")
+WINDOW = SimConfig(num_steps=STEPS, search=SearchPlan(neighbours="window", edge_search="own_route"))
 LIMIT = search_choice.ACCELERATOR_ALL_PAIRS_AGENTS
 CPU_LIMIT = search_choice.CPU_ALL_PAIRS_AGENTS
 
 
 def _searches(config: SimConfig) -> tuple[str, str]:
-    return config.neighbours, config.edge_search
+    return config.search.neighbours, config.search.edge_search
 
 
 @pytest.mark.parametrize(
@@ -38,11 +37,11 @@ def _searches(config: SimConfig) -> tuple[str, str]:
         (AUTO, 8, "gpu", ("all_pairs", "all_lanes")),
         (AUTO, LIMIT, "tpu", ("all_pairs", "all_lanes")),
         (AUTO, LIMIT + 1, "gpu", ("window", "own_route")),
-        (dataclasses.replace(AUTO, neighbours="window"), 8, "gpu", ("window", "own_route")),
-        (dataclasses.replace(AUTO, neighbours="all_pairs"), 128, "cpu", ("all_pairs", "own_route")),
-        (dataclasses.replace(AUTO, neighbours="all_pairs"), 128, "gpu", ("all_pairs", "all_lanes")),
-        (dataclasses.replace(AUTO, edge_search="own_route"), 8, "gpu", ("all_pairs", "own_route")),
-        (dataclasses.replace(AUTO, neighbours="window_only"), 8, "gpu", ("window_only", "own_route")),
+        (AUTO.with_search(neighbours="window"), 8, "gpu", ("window", "own_route")),
+        (AUTO.with_search(neighbours="all_pairs"), 128, "cpu", ("all_pairs", "own_route")),
+        (AUTO.with_search(neighbours="all_pairs"), 128, "gpu", ("all_pairs", "all_lanes")),
+        (AUTO.with_search(edge_search="own_route"), 8, "gpu", ("all_pairs", "own_route")),
+        (AUTO.with_search(neighbours="window_only"), 8, "gpu", ("window_only", "own_route")),
     ],
 )
 def test_auto_is_the_platforms_search(config, agents, platform, want):
@@ -65,10 +64,22 @@ def test_roads_of_many_segments_take_their_own_routes(segments, platform, want):
     assert _searches(search_choice.of_scenarios(AUTO, turns)) == ("window", "own_route")  # this CPU
 
 
-def test_named_searches_are_left_as_they_are():
-    assert search_choice.resolved(WINDOW, 8, "gpu") is WINDOW
-    with pytest.raises(ValueError, match="SimConfig.neighbours: expected auto"):
-        SimConfig(neighbours="grid")
+def test_named_searches_are_left_as_they_are_and_every_auto_is_filled():
+    plan = search_choice.resolved(WINDOW, 8, "gpu").search
+    assert (plan.neighbours, plan.edge_search) == ("window", "own_route")
+    assert (plan.junction_capacity, plan.bend_capacity, plan.block_agents) == (8, 16, None)
+    cpu = search_choice.resolved(AUTO, 128, "cpu").search
+    assert (cpu.neighbours, cpu.junction_capacity, cpu.bend_capacity, cpu.block_agents) == (
+        "window",
+        16,
+        32,
+        16384,
+    )
+    resolved = search_choice.resolved(AUTO, 128, "cpu")
+    assert search_choice.resolved(resolved, 128, "cpu") is resolved  # a resolved plan is its own
+    assert "auto" not in resolved.search.record().values()
+    with pytest.raises(ValueError, match="SearchPlan.neighbours: expected auto"):
+        SimConfig(search=SearchPlan(neighbours="grid"))
 
 
 def _batch(name: str, agents: int = 16, count: int = 5):
@@ -82,7 +93,7 @@ def test_the_cpu_default_is_the_window_program_above_the_limit():
     assert text(AUTO) == text(WINDOW)
     assert text(AUTO) != text(search_choice.resolved(AUTO, 16, "gpu"))
     small = _batch("highway", agents=CPU_LIMIT)
-    pairs = dataclasses.replace(WINDOW, neighbours="all_pairs")
+    pairs = WINDOW.with_search(neighbours="all_pairs")
     assert simulate.lower(small, policy, AUTO).as_text() == simulate.lower(small, policy, pairs).as_text()
 
 

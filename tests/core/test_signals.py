@@ -15,7 +15,7 @@ from drivesim.core.validate import ScenarioError, validate_scenario
 
 from . import builders
 
-LONG = SimConfig(num_steps=150, window=6)  # 15 s
+LONG = SimConfig(num_steps=150)  # 15 s
 LINE_QUEUE, LINE_AMBER, LENGTH = 60.0, 100.0, 4.5
 
 
@@ -104,7 +104,7 @@ def test_constant_ego_running_red_violates_and_on_green_does_not(core_runs):
 
 def test_signal_results_identical_in_batches_of_one_and_many():
     cases = _long_cases()
-    config = SimConfig(num_steps=40, window=6)
+    config = SimConfig(num_steps=40)
     many = jax.device_get(simulate(builders.batch(cases), idm_policy(), config))
     for b, sc in enumerate(cases):
         one = jax.device_get(simulate(builders.batch([sc]), idm_policy(), config))

@@ -11,16 +11,19 @@ import numpy as np
 import pytest
 from trace_count import conditionals
 
-from drivesim.core import bends, materialize, neighbours, switches
+from drivesim.core import bends, neighbours, switches
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import rollout_batch, simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import SimConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.families import family
 from drivesim.scenarios.synthetic import FamilyConfig, generate
 
 STEPS = 12
-CONFIG = SimConfig(num_steps=STEPS, neighbours="window")  # switches are the window search's
+CONFIG = SimConfig(
+    num_steps=STEPS, search=SearchPlan(neighbours="window")
+)  # switches are the window search's
 AGENTS = 16
 conditional = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches", "exact"))
 
@@ -31,19 +34,18 @@ def _batch(name: str, count: int = 6):
 
 
 @pytest.mark.parametrize("name", ["merge", "intersection_turns"])
-def test_fixed_switches_equal_the_conditionals(name, assert_bitwise, monkeypatch):
+def test_fixed_switches_equal_the_conditionals(name, assert_bitwise):
     # stores through the identity reduction only: a store in a search's conditional takes
     # it anyway, the same store on a fixed path a conditional of its own (core.materialize)
-    monkeypatch.setattr(materialize, "BRANCH", False)
-    jax.clear_caches()
+    config = CONFIG.with_search(branch_stores=False)
     batch, policy = _batch(name), idm_policy()
-    per_step = conditional.lower(batch, policy, config=CONFIG, exact=False).compile()
-    fixed = simulate.lower(batch, policy, CONFIG).compile()  # the fast pass's program
+    per_step = conditional.lower(batch, policy, config=config, exact=False).compile()
+    fixed = simulate.lower(batch, policy, config).compile()  # the fast pass's program
     want, got = per_step(batch, policy), fixed(batch, policy)
     assert_bitwise(jax.device_get(got), jax.device_get(want))
     # four conditionals fewer: the zone's and the bent routes', in the step and in reset
     assert conditionals(fixed.as_text()) == conditionals(per_step.as_text()) - 4
-    on = switches.of_batch(batch, CONFIG)
+    on = switches.of_batch(batch, config)
     assert (on.zone, on.bends) == family(name).SEARCHES
     assert isinstance(on.bend_rows, int) and 2 <= on.bend_rows < AGENTS  # sized by the batch
 
@@ -76,7 +78,10 @@ def test_switches_are_not_fixed_without_data_nor_on_the_all_pairs_path():
     assert seen == [None]
     shapes = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype), batch)
     assert switches.of_batch(shapes, CONFIG) is None  # shapes only: lowered with per-step switches
-    assert switches.of_batch(batch, SimConfig(num_steps=STEPS, neighbours="all_pairs")) is None
+    assert (
+        switches.of_batch(batch, SimConfig(num_steps=STEPS, search=SearchPlan(neighbours="all_pairs")))
+        is None
+    )
     assert switches.unsearched(None, None, None) is None
     assert not switches.is_fixed(neighbours.SearchesOn(zone=np.bool_(True), bends=True))
 

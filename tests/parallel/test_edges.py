@@ -15,14 +15,17 @@ import pytest
 from drivesim.core import edges
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import SimConfig
 from drivesim.parallel.executor import Executor, ExecutorConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
 
 STEPS = 30
-OWN = SimConfig(num_steps=STEPS, edge_search="own_route")  # "auto" takes every lane with all pairs
-EVERY = SimConfig(num_steps=STEPS, edge_search="all_lanes")
+OWN = SimConfig(
+    num_steps=STEPS, search=SearchPlan(edge_search="own_route")
+)  # "auto" takes every lane with all pairs
+EVERY = SimConfig(num_steps=STEPS, search=SearchPlan(edge_search="all_lanes"))
 SHIFT = 1.6  # [m] sideways, towards the left of the agent's heading
 
 
@@ -70,8 +73,8 @@ def test_own_route_equals_every_lane(drifting, fma_free, assert_bitwise):
 
 def test_only_crowded_scenarios_are_simulated_again(drifting, fma_free, assert_bitwise):
     """With all pairs the window proves nothing, so the flag records the edges alone."""
-    own = _host(simulate(drifting, idm_policy(), dataclasses.replace(OWN, neighbours="all_pairs")))
-    every = _host(simulate(drifting, idm_policy(), dataclasses.replace(EVERY, neighbours="all_pairs")))
+    own = _host(simulate(drifting, idm_policy(), OWN.with_search(neighbours="all_pairs")))
+    every = _host(simulate(drifting, idm_policy(), EVERY.with_search(neighbours="all_pairs")))
     assert_bitwise(own, every, SKIP)
     assert not every.window_overflow.any()
     assert sorted(np.flatnonzero(own.window_overflow)) == [0, 5]  # one agent near an edge fits
@@ -85,9 +88,11 @@ def test_eight_devices_rerun_their_own_crowded_scenarios(drifting, fma_free, ass
 
 def test_no_capacity_reruns_every_scenario_near_an_edge(drifting, fma_free, assert_bitwise, monkeypatch):
     monkeypatch.setattr(edges, "capacity", lambda agents: 0)
-    config = dataclasses.replace(OWN, num_steps=STEPS - 1, neighbours="all_pairs")  # traced with the patch
+    config = dataclasses.replace(
+        OWN.with_search(neighbours="all_pairs"), num_steps=STEPS - 1
+    )  # traced with the patch
     got = _host(simulate(drifting, idm_policy(), config))
-    want = _host(simulate(drifting, idm_policy(), dataclasses.replace(config, edge_search="all_lanes")))
+    want = _host(simulate(drifting, idm_policy(), config.with_search(edge_search="all_lanes")))
     assert_bitwise(got, want, SKIP)
     assert sorted(np.flatnonzero(got.window_overflow)) == [0, 2, 5]
 
@@ -97,9 +102,11 @@ def test_the_accelerators_capacity_on_the_cpu(drifting, fma_free, assert_bitwise
     ACCELERATOR_CAPACITY near agents picked in one pass), traced here on the CPU."""
     monkeypatch.setattr(edges, "CPU_CAPACITY", edges.ACCELERATOR_CAPACITY)
     assert edges.capacity(16, "cpu") == edges.capacity(16, "gpu") == 4
-    config = dataclasses.replace(OWN, num_steps=STEPS - 2, neighbours="all_pairs")  # traced with the patch
+    config = dataclasses.replace(
+        OWN.with_search(neighbours="all_pairs"), num_steps=STEPS - 2
+    )  # traced with the patch
     got = _host(simulate(drifting, idm_policy(), config))
-    want = _host(simulate(drifting, idm_policy(), dataclasses.replace(config, edge_search="all_lanes")))
+    want = _host(simulate(drifting, idm_policy(), config.with_search(edge_search="all_lanes")))
     assert_bitwise(got, want, SKIP)
     assert sorted(np.flatnonzero(got.window_overflow)) == [0, 5]
 
@@ -114,5 +121,5 @@ def test_near_slots_are_the_first_near_agents(cap):
 
 
 def test_edge_search_is_checked():
-    with pytest.raises(ValueError, match="SimConfig.edge_search"):
-        SimConfig(edge_search="corners")
+    with pytest.raises(ValueError, match="SearchPlan.edge_search"):
+        SimConfig(search=SearchPlan(edge_search="corners"))

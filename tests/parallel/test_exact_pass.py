@@ -10,13 +10,16 @@ import pytest
 
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import rollout_batch, simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.switches import of_batch
 from drivesim.core.types import SimConfig
 from drivesim.parallel.executor import Executor, ExecutorConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
 
-SIM = SimConfig(num_steps=20, bend_capacity=0)  # merge ramps in one group: most merges fall back
+SIM = SimConfig(
+    num_steps=20, search=SearchPlan(bend_capacity=0)
+)  # merge ramps in one group: most merges fall back
 ONE_PROGRAM = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches", "exact"))
 POLICIES = [idm_policy(), idm_policy(T=0.5)]
 

@@ -9,12 +9,15 @@ import numpy as np
 
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.types import SimConfig
 from drivesim.parallel.executor import Executor, ExecutorConfig
 from drivesim.scenarios.batching import pad_and_stack
 from drivesim.scenarios.synthetic import FamilyConfig, generate
 
-SIM = SimConfig(num_steps=20, bend_capacity=0)  # merge ramps in one group: most merges fall back
+SIM = SimConfig(
+    num_steps=20, search=SearchPlan(bend_capacity=0)
+)  # merge ramps in one group: most merges fall back
 
 
 def test_flagged_scenarios_on_every_device_match_one_device(fma_free, assert_bitwise):

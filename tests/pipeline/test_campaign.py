@@ -48,6 +48,9 @@ def test_phases_recorded_per_batch(campaign):
     assert sum(p[2] for p in phases) > 0
     meta = dict(con.execute("SELECT key, value FROM meta"))
     assert {"jax_version", "device_count", "started_at", "finished_at"} <= set(meta)
+    plans = json.loads(meta["search_plans"])  # the resolved SearchPlan of each compiled program shape
+    assert plans and all("auto" not in plan.values() for plan in plans.values())
+    assert {plan["neighbours"] for plan in plans.values()} == {"window"}  # 16 agents on this CPU
 
 
 def test_progress_events(campaign):

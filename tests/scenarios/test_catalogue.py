@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from drivesim.core.policies import default_policy_params
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.trajectory import rollout_trajectory
 from drivesim.core.types import CYCLIST, PEDESTRIAN, VEHICLE, SimConfig
 from drivesim.pipeline.policy_names import policy_named
@@ -63,7 +64,9 @@ def _simulate(policy: str):
     all-pairs neighbours: rollout_trajectory has no window fallback)."""
     records = [make_record(f, v, STEPS) for f, v in CASES.values()]
     batch = pad_and_stack([r.scenario for r in records], num_agents=8)
-    config = SimConfig(num_steps=STEPS, policy=policy_named(policy), neighbours="all_pairs")
+    config = SimConfig(
+        num_steps=STEPS, policy=policy_named(policy), search=SearchPlan(neighbours="all_pairs")
+    )
     run = jax.jit(jax.vmap(lambda sc, p: rollout_trajectory(sc, p, config), in_axes=(0, None)))
     metrics, traj = jax.device_get(run(batch, default_policy_params(config)))
     return {name: k for k, name in enumerate(CASES)}, metrics, traj

@@ -16,6 +16,7 @@ import pytest
 
 from drivesim.core.policies import CONSTANT, default_policy_params
 from drivesim.core.rollout import simulate
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.trajectory import rollout_trajectory
 from drivesim.core.types import SimConfig
 from drivesim.pipeline.policy_names import policy_named
@@ -100,7 +101,9 @@ def _simulate(policy: str):
     cases = _band_cases()
     records = [make_record(FAMILY, dict(speed=s, adv_speed=a, gap=g), STEPS) for s, a, g, _ in cases]
     batch = pad_and_stack([r.scenario for r in records], num_agents=8)
-    config = SimConfig(num_steps=STEPS, policy=policy_named(policy), neighbours="all_pairs")
+    config = SimConfig(
+        num_steps=STEPS, policy=policy_named(policy), search=SearchPlan(neighbours="all_pairs")
+    )
     run = jax.jit(jax.vmap(lambda sc, p: rollout_trajectory(sc, p, config), in_axes=(0, None)))
     metrics, traj = jax.device_get(run(batch, default_policy_params(config)))
     return cases, metrics, traj
@@ -149,7 +152,7 @@ def test_window_search_is_certified_and_agrees_with_all_pairs():
     cases, ref, _ = _simulate("constant")
     records = [make_record(FAMILY, dict(speed=s, adv_speed=a, gap=g), STEPS) for s, a, g, _ in cases]
     batch = pad_and_stack([r.scenario for r in records], num_agents=8)
-    config = SimConfig(num_steps=STEPS, policy=CONSTANT, neighbours="window_only")
+    config = SimConfig(num_steps=STEPS, policy=CONSTANT, search=SearchPlan(neighbours="window_only"))
     win = jax.device_get(simulate(batch, None, config))
     assert not np.any(win.window_overflow)
     for field in ("ego_collided", "collision_step", "collided_with", "agents_collided", "progress_m"):
@@ -179,7 +182,7 @@ def test_window_search_with_a_platoon_equals_all_pairs():
     batch = pad_and_stack(scenarios, num_agents=16)
     out = {}
     for neighbours in ("window", "all_pairs"):
-        config = SimConfig(num_steps=STEPS, policy=CONSTANT, neighbours=neighbours)
+        config = SimConfig(num_steps=STEPS, policy=CONSTANT, search=SearchPlan(neighbours=neighbours))
         out[neighbours] = jax.device_get(simulate(batch, None, config))
     win, ref = out["window"], out["all_pairs"]
     for field in ("ego_collided", "collision_step", "collided_with", "agents_collided", "min_ttc_s"):

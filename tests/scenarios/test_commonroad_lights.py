@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from drivesim.core import SimConfig, idm_policy, simulate_trajectory
+from drivesim.core.search_plan import SearchPlan
 from drivesim.core.signals import RED, phase
 from drivesim.scenarios import geometry, pad_and_stack
 from drivesim.scenarios.commonroad import ImportConfig, ScenarioError, load_commonroad
@@ -95,7 +96,7 @@ def test_idm_agents_hold_at_red_on_the_real_file(peach):
     """The signalled approach is amber at t = 0 and red from 2 s: agents that can stop stop
     before their line; an agent that crosses does so while it could not have stopped."""
     _path, sc = peach
-    config = SimConfig(num_steps=STEPS, neighbours="all_pairs")
+    config = SimConfig(num_steps=STEPS, search=SearchPlan(neighbours="all_pairs"))
     _m, traj = jax.device_get(simulate_trajectory(pad_and_stack([sc], num_agents=16), idm_policy(), config))
     plan = sc.signal
     stopped = 0
