@@ -10,10 +10,10 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import neighbours
+from drivesim.core import switches
 from drivesim.core.fallback import exact_config
 from drivesim.core.materialize import stores_by_branch
-from drivesim.core.rollout import advance, finalize, reset
+from drivesim.core.rollout import advance, finalize, reset, start_state
 from drivesim.core.search_choice import of_scenarios as platform_searches
 from drivesim.core.search_plan import traced_under_config
 from drivesim.core.types import RolloutMetrics, Scenario, SimConfig, StepControls, Trajectory, replace
@@ -42,15 +42,37 @@ def rollout_trajectory(
     return finalize(state, scenario), trajectory
 
 
-def _trajectory_batch(scenarios: Scenario, policy, config: SimConfig, fast: bool):
-    """vmap of :func:`rollout_trajectory` under a resolved ``config``: ``fast`` with the
-    batch's zone switches (``window_overflow`` flags the scenarios not proven exact), else
-    the exact searches every step."""
-    zone_on = neighbours.searches_on(scenarios, config) if fast else None
-    return jax.vmap(rollout_trajectory, in_axes=(0, None, None, None))(scenarios, policy, config, zone_on)
+@traced_under_config
+def trajectories(
+    scenarios: Scenario, policy, config: SimConfig, zone_on=None
+) -> tuple[RolloutMetrics, Trajectory]:
+    """:func:`rollout_trajectory` of each scenario of ``scenarios`` (leading axis B): metrics
+    (B,) and trajectories (B, S, N), the same values, written as one scan over the batch's
+    state whose step is a vmap, as core.rollout.rollouts (JAX traces the step once)."""
+
+    def body(state, step_index):
+        def one(st, scenario):
+            with stores_by_branch(step_index):
+                controls = StepControls(step_index=step_index, zone_on=zone_on)
+                st = advance(st, scenario, config, policy, controls)[0]
+            a = st.agents
+            return st, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
+
+        return jax.vmap(one)(state, scenarios)
+
+    start = jax.vmap(lambda one: start_state(one, config, zone_on))(scenarios)
+    steps = jnp.arange(config.num_steps, dtype=jnp.int32)
+    state, rows = jax.lax.scan(body, start, steps)
+    x, y, heading, speed, valid, ids = (jnp.swapaxes(r, 0, 1) for r in rows)  # (S, B, N) -> (B, S, N)
+    back = jnp.argsort(ids, axis=-1)
+    unsort = partial(jnp.take_along_axis, indices=back, axis=-1)
+    trajectory = Trajectory(
+        x=unsort(x), y=unsort(y), heading=unsort(heading), speed=unsort(speed), valid=unsort(valid)
+    )
+    return jax.vmap(finalize)(state, scenarios), trajectory
 
 
-_trajectory_program = jax.jit(_trajectory_batch, static_argnames=("config", "fast"))
+_trajectory_program = jax.jit(trajectories, static_argnames=("config", "zone_on"))
 
 
 def simulate_trajectory(scenarios: Scenario, policy, config: SimConfig) -> tuple[RolloutMetrics, Trajectory]:
@@ -58,16 +80,18 @@ def simulate_trajectory(scenarios: Scenario, policy, config: SimConfig) -> tuple
     the fast searches first; when some scenario is not proven exact (``window_overflow``),
     the whole batch again with the all-pairs search and every lane's edges, whose rows
     replace the flagged ones. The two are compiled apart, the exact one only when a batch
-    needs it (one program where most batches need one). Device arrays, as from a jit; it
+    needs it (one program where most batches need one); the fast searches the batch needs are
+    fixed in its program as ``simulate`` fixes them (core.switches). Device arrays, as from a jit; it
     decides on the host whether the exact pass runs, so it takes concrete arrays (not inside
     ``jax.jit`` or ``vmap``: there, vmap :func:`rollout_trajectory` with the exact searches)."""
     config = platform_searches(config, scenarios)
-    fast = _trajectory_program(scenarios, policy, config, fast=True)
+    scenarios = jax.device_put(scenarios)  # one copy for the switches' program and this one
+    fast = _trajectory_program(scenarios, policy, config, zone_on=switches.of_batch(scenarios, config))
     flag = fast[0].window_overflow
     exact = exact_config(config)
     if exact is None or not bool(jnp.any(flag)):
         return fast
-    exact_out = _trajectory_program(scenarios, policy, exact.with_search(edge_search="all_lanes"), fast=False)
+    exact_out = _trajectory_program(scenarios, policy, exact.with_search(edge_search="all_lanes"))
     pick = lambda e, f: jnp.where(flag.reshape(flag.shape + (1,) * (e.ndim - 1)), e, f)  # noqa: E731
     metrics, trajectory = jax.tree_util.tree_map(pick, exact_out, fast)
     return replace(metrics, window_overflow=flag), trajectory
