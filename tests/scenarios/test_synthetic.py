@@ -8,7 +8,14 @@ import numpy as np
 from drivesim.core.validate import validate_scenario
 from drivesim.scenarios import families as generators
 from drivesim.scenarios.registry import SourceContext, open_spec
-from drivesim.scenarios.synthetic import FAMILIES, FamilyConfig, generate, highway
+from drivesim.scenarios.synthetic import (
+    FAMILIES,
+    FamilyConfig,
+    generate,
+    generate_many,
+    highway,
+    size_classes,
+)
 
 
 def _equal(a, b) -> bool:
@@ -32,6 +39,24 @@ def test_deterministic_per_id_and_seed():
         assert _equal(generate(family, 17), generate(family, 17))
         assert not _equal(generate(family, 17), generate(family, 18))
         assert not _equal(generate(family, 17), generate(family, 17, FamilyConfig(seed=1)))
+
+
+def test_one_program_for_every_size_class_gives_the_same_records():
+    """generate_many pads a call's ids to their largest size class: each record equals the one
+    generated alone in its own class, bit for bit (shapes included)."""
+    config = FamilyConfig(max_agents=32)
+    for family in ("highway", "merge", "intersection_turns"):
+        ids = np.arange(40)
+        classes = np.unique(size_classes(generators.agent_counts(family, ids, config)))
+        assert classes.size >= 2, classes  # the call spans several classes
+        for many, one in zip(
+            generate_many(family, ids, config), (generate(family, int(i), config) for i in ids), strict=True
+        ):
+            a, b = jax.tree_util.tree_leaves(many.scenario), jax.tree_util.tree_leaves(one.scenario)
+            assert all(
+                x.shape == y.shape and x.tobytes() == y.tobytes()
+                for x, y in zip(map(np.asarray, a), map(np.asarray, b), strict=True)
+            )
 
 
 def test_highway_unchanged():
