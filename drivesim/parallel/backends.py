@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from functools import partial
 
 import jax
+import numpy as np
 from jax.sharding import PartitionSpec
 
 from drivesim.core.rollout import rollout_batch
-from drivesim.core.types import SimConfig
+from drivesim.core.types import METRIC_NAMES, RolloutMetrics, SimConfig
+from drivesim.parallel import determinism, traced_cache
 from drivesim.parallel.generated import materialize, searches
 from drivesim.parallel.mesh import DATA, data_sharding, replicated
 
@@ -82,4 +84,28 @@ def build_program(key: ProgramKey, mesh, sim: SimConfig):
         return jax.jit(mapped, donate_argnums=donate)
     return jax.pmap(
         fn, axis_name=DATA, in_axes=(0, None), devices=list(mesh.devices.flat), donate_argnums=donate
+    )
+
+
+def compile_program(key: ProgramKey, mesh, sim: SimConfig, chunk, policy):
+    """:func:`build_program` compiled for (``chunk``, ``policy``): a callable of them. The
+    ``sharding`` backend's program is traced once per machine (drivesim.parallel.traced_cache:
+    a later process compiles it without tracing); the other backends trace it here."""
+    program = build_program(key, mesh, sim)
+    if key.backend != "sharding":
+        return program.lower(chunk, policy).compile()
+    out_axis = 1 if key.sweep else 0
+    chunk_leaves = len(jax.tree_util.tree_leaves(chunk))
+    policy_leaves = len(jax.tree_util.tree_leaves(policy))
+    metrics = RolloutMetrics(*[np.zeros(())] * len(METRIC_NAMES))
+    devices = tuple(d.id for d in mesh.devices.flat)
+    return traced_cache.compile_flat(
+        program,
+        (chunk, policy),
+        in_shardings=[data_sharding(mesh)] * chunk_leaves + [replicated(mesh)] * policy_leaves,
+        out_shardings=[data_sharding(mesh, ndim=out_axis + 1, axis=out_axis)] * len(METRIC_NAMES),
+        donate=(0,) if key.donate else (),
+        description=f"executor {key} devices {devices} fma_free {determinism.active()}",
+        sim=sim,
+        out_tree=jax.tree_util.tree_structure(metrics),
     )

@@ -33,7 +33,7 @@ from drivesim.core import search_choice
 from drivesim.core.policies import default_policy_params, stack_policies
 from drivesim.core.types import RolloutMetrics, Scenario, SimConfig
 from drivesim.parallel import determinism, distributed, generated
-from drivesim.parallel.backends import BACKENDS, ProgramKey, build_program
+from drivesim.parallel.backends import BACKENDS, ProgramKey, compile_program
 from drivesim.parallel.exact_pass import ExactPass
 from drivesim.parallel.failover import DispatchInfo, failed_device_ids
 from drivesim.parallel.memory import compiled_bytes
@@ -257,12 +257,11 @@ class Executor:
 
         def build():
             self._record_plan(chunk)
-            program = build_program(key, self.mesh, self.sim)
             with warnings.catch_warnings():
                 # CPU (and metric-only outputs) cannot reuse donated buffers; they are freed anyway.
                 warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
                 start = time.perf_counter()
-                compiled = program.lower(chunk, policy).compile()
+                compiled = compile_program(key, self.mesh, self.sim, chunk, policy)
                 self.compile_seconds += time.perf_counter() - start
                 return compiled
 

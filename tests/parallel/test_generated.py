@@ -10,7 +10,7 @@ import pytest
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.types import SimConfig
-from drivesim.parallel import generated
+from drivesim.parallel import generated, traced_cache
 from drivesim.parallel.executor import Executor, ExecutorConfig
 from drivesim.parallel.generated import id_batch
 from drivesim.scenarios.batching import BucketKey, stack_bucket
@@ -53,10 +53,11 @@ def test_second_batch_of_same_shape_does_not_recompile(fma_free):
     assert np.asarray(other.progress_m).shape == (13,)
 
 
-def test_a_batch_of_several_families_equals_each_family_alone(fma_free, assert_bitwise):
+def test_a_batch_of_several_families_equals_each_family_alone(fma_free, assert_bitwise, monkeypatch):
     """The planner's merged remainders (pipeline.generated): rows of three families in one
     program at a larger class (16 agents, merge's 4 road points for all, every family's
     searches) give each family's own results, bit for bit."""
+    monkeypatch.setenv(traced_cache.ENV, "off")  # traced here (the count below), not read back
     families = ("highway", "merge", "intersection")
     index = np.arange(len(IDS)) % 3
     executor = Executor(ExecutorConfig(devices=1), SIM)

@@ -1,0 +1,74 @@
+"""Programs traced once per machine (drivesim.parallel.traced_cache): the executor's program is
+written as StableHLO, read back by a later executor without tracing, gives the same bits; a
+damaged file is traced again; a user's policy is never kept."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+from trace_count import counting_policy
+
+from drivesim.core.policies import IDM, idm_policy
+from drivesim.parallel import traced_cache
+from drivesim.parallel.executor import Executor, ExecutorConfig
+from drivesim.parallel.programs import EXECUTOR_PROGRAMS
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(traced_cache, "folder", lambda: tmp_path)
+    EXECUTOR_PROGRAMS.clear()  # every executor below builds its program: a new process's view
+    yield tmp_path
+    EXECUTOR_PROGRAMS.clear()
+
+
+def _fresh_run(sim, batch):
+    EXECUTOR_PROGRAMS.clear()
+    return Executor(ExecutorConfig(devices=2), sim).simulate(batch, idm_policy())
+
+
+def test_a_kept_program_is_read_back_without_tracing_and_gives_the_same_bits(
+    folder, batch, sim, reference, assert_bitwise, monkeypatch
+):
+    assert_bitwise(_fresh_run(sim, batch), reference)
+    kept = list(folder.iterdir())
+    assert len(kept) == 1 and kept[0].stat().st_size > 0
+
+    def no_trace(*args, **kwargs):
+        raise AssertionError("traced again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(jax.export, "export", no_trace)
+        assert_bitwise(_fresh_run(sim, batch), reference)
+    assert list(folder.iterdir()) == kept  # read, not written again
+
+    kept[0].write_bytes(b"not a program")  # damaged: traced again and written whole
+    assert_bitwise(_fresh_run(sim, batch), reference)
+    assert kept[0].stat().st_size > len(b"not a program")
+
+    longer = dataclasses.replace(sim, num_steps=sim.num_steps + 1)  # another config, another file
+    _fresh_run(longer, batch)
+    assert len(list(folder.iterdir())) == 2
+
+
+def test_a_users_policy_is_never_kept(folder, batch, sim):
+    policy, traces = counting_policy(IDM)  # the same code as IDM, but not a built-in object
+    _fresh_run(dataclasses.replace(sim, policy=policy), batch)
+    assert traces.count >= 1 and not list(folder.iterdir())
+
+
+def test_the_key_holds_the_static_fields_of_the_arguments(sim):
+    """Two id batches of the same shapes but other families are other programs."""
+    from drivesim.parallel.generated import id_batch
+    from drivesim.scenarios.families import FamilyConfig
+
+    ids, config = np.arange(8), FamilyConfig().static()
+    shardings = [None] * 4
+    merge = traced_cache.key("d", sim, (id_batch("merge", ids, 0, config, 8),), shardings)
+    highway = traced_cache.key("d", sim, (id_batch("highway", ids, 0, config, 8),), shardings)
+    wider = traced_cache.key("d", sim, (id_batch("merge", ids, 0, config, 16),), shardings)
+    assert len({merge, highway, wider}) == 3
+    assert merge == traced_cache.key("d", sim, (id_batch("merge", ids + 5, 1, config, 8),), shardings)
