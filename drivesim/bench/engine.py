@@ -55,6 +55,7 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
     timing, fallback = _measure_simulate(device_batch, policy, static, config.harness)
     counts = fast_pass_counts(device_batch, policy, static["config"])
     rates = throughput(Work(wl.scenarios, wl.agents, wl.steps), timing.times, config.harness.ci_method)
+    plan = search_plan(wl, devices[0].platform, host.num_road_segments)
     env = environment()
     visible = env.pop("device_count")
     return BenchRecord(
@@ -76,8 +77,8 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
             "times_s": list(timing.times),
             "warmup": config.harness.warmup,
             "visible_devices": visible,
-            "search": search_name(wl, devices[0].platform, host.num_road_segments),
-            "search_plan": search_plan(wl, devices[0].platform, host.num_road_segments).record(),
+            "search": search_label(plan),
+            "search_plan": plan.record(),
             "fusions_per_step": counts.fusions,
             "fallback_rows": fallback.rows,
             "fallback_compile_s": fallback.compile_s,
@@ -125,10 +126,14 @@ def search_plan(wl: Workload, platform: str | None = None, road_segments: int | 
     return resolved(sim_config(wl), wl.agents, platform, road_segments).search
 
 
-def search_name(wl: Workload, platform: str | None = None, road_segments: int | None = None) -> str:
-    """The neighbour and road-edge searches of :func:`search_plan`, e.g. "window/own_route"."""
-    plan = search_plan(wl, platform, road_segments)
+def search_label(plan) -> str:
+    """A resolved SearchPlan's neighbour and road-edge searches, e.g. "window/own_route"."""
     return f"{plan.neighbours}/{plan.edge_search}"
+
+
+def search_name(wl: Workload, platform: str | None = None, road_segments: int | None = None) -> str:
+    """:func:`search_label` of :func:`search_plan`."""
+    return search_label(search_plan(wl, platform, road_segments))
 
 
 def agent_step_cost_ratio(large: BenchRecord, small: BenchRecord) -> float:

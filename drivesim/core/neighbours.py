@@ -102,7 +102,7 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
     if config.search.neighbours == "all_pairs":
         return None
     n = a.x.shape[0]
-    capacity = min(zone_capacity(config, n), n)
+    capacity = min(search_choice.junction_capacity(config, n), n)
 
     def run(_):
         drift = jnp.max(jnp.where(a.valid, jnp.abs(proj.d), 0.0))
@@ -133,12 +133,6 @@ def leader_zone(zone, zone_on):
     if zone_on is not None and zone_on.zone is False and zone_on.bends is False:
         return None
     return zone
-
-
-def zone_capacity(config: SimConfig, agents: int) -> int:
-    """SearchPlan.junction_capacity for scenarios of ``agents`` slots ("auto": 8 up to 32
-    agents, 16 above; multiples of 8 vectorise best on the CPU)."""
-    return search_choice.junction_capacity(config, agents)
 
 
 def leaders_from_all_pairs(config: SimConfig) -> bool:

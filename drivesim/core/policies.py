@@ -157,6 +157,8 @@ MLP = EgoPolicy(
     _mlp_act,
 )
 
+BUILT_IN = (IDM, CONSTANT, OPEN_LOOP, MLP)
+
 
 def default_policy_params(config: SimConfig):
     """Default parameters of ``config``'s ego policy (its ``init`` without a key): IDM

@@ -29,17 +29,11 @@ def rollout_trajectory(
         with stores_by_branch(step_index):
             controls = StepControls(step_index=step_index, zone_on=zone_on, full_edges=full_edges)
             state, _info = advance(state, scenario, config, policy, controls)
-        a = state.agents
-        return state, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
+        return state, _positions(state)
 
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
-    state, (x, y, heading, speed, valid, ids) = jax.lax.scan(body, reset(scenario, config, zone_on), steps)
-    back = jnp.argsort(ids, axis=-1)
-    unsort = partial(jnp.take_along_axis, indices=back, axis=-1)
-    trajectory = Trajectory(
-        x=unsort(x), y=unsort(y), heading=unsort(heading), speed=unsort(speed), valid=unsort(valid)
-    )
-    return finalize(state, scenario), trajectory
+    state, rows = jax.lax.scan(body, reset(scenario, config, zone_on), steps)
+    return finalize(state, scenario), _original_order(rows)
 
 
 @traced_under_config
@@ -55,21 +49,28 @@ def trajectories(
             with stores_by_branch(step_index):
                 controls = StepControls(step_index=step_index, zone_on=zone_on)
                 st = advance(st, scenario, config, policy, controls)[0]
-            a = st.agents
-            return st, (a.x, a.y, a.heading, a.speed, a.valid, a.agent_id)
+            return st, _positions(st)
 
         return jax.vmap(one)(state, scenarios)
 
     start = jax.vmap(lambda one: start_state(one, config, zone_on))(scenarios)
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
     state, rows = jax.lax.scan(body, start, steps)
-    x, y, heading, speed, valid, ids = (jnp.swapaxes(r, 0, 1) for r in rows)  # (S, B, N) -> (B, S, N)
-    back = jnp.argsort(ids, axis=-1)
-    unsort = partial(jnp.take_along_axis, indices=back, axis=-1)
-    trajectory = Trajectory(
-        x=unsort(x), y=unsort(y), heading=unsort(heading), speed=unsort(speed), valid=unsort(valid)
-    )
-    return jax.vmap(finalize)(state, scenarios), trajectory
+    rows = tuple(jnp.swapaxes(r, 0, 1) for r in rows)  # (S, B, N) -> (B, S, N)
+    return jax.vmap(finalize)(state, scenarios), _original_order(rows)
+
+
+def _positions(state) -> tuple:
+    """(x, y, heading, speed, valid, agent_id) of the sorted agents after a step, each (N,)."""
+    a = state.agents
+    return a.x, a.y, a.heading, a.speed, a.valid, a.agent_id
+
+
+def _original_order(rows: tuple) -> Trajectory:
+    """The Trajectory of stacked :func:`_positions` rows (..., S, N), in original agent order."""
+    *values, ids = rows
+    unsort = partial(jnp.take_along_axis, indices=jnp.argsort(ids, axis=-1), axis=-1)
+    return Trajectory(*(unsort(v) for v in values))
 
 
 _trajectory_program = jax.jit(trajectories, static_argnames=("config", "zone_on"))

@@ -23,7 +23,6 @@ compilation cache is off or jax.export's serialization library (flatbuffers) is 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
@@ -33,6 +32,7 @@ from collections.abc import Callable, Sequence
 
 import jax
 
+from drivesim._source import digest
 from drivesim.core import policies
 from drivesim.core.types import SimConfig
 
@@ -41,18 +41,6 @@ log = logging.getLogger(__name__)
 TRACED_PACKAGES = ("core", "scenarios", "parallel")  # under drivesim/: code a trace runs
 ENV = "DRIVESIM_TRACED_CACHE"  # "off": trace every program (a process that patches engine state)
 OFF = ("0", "off", "none", "false")
-BUILT_IN = (None, policies.IDM, policies.CONSTANT, policies.OPEN_LOOP, policies.MLP)
-
-
-@functools.cache
-def code_digest() -> str:
-    """SHA-256 of the .py files under TRACED_PACKAGES, by relative path (read once)."""
-    root = pathlib.Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for package in TRACED_PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
 
 
 def _setting(name: str):
@@ -76,7 +64,7 @@ def folder() -> pathlib.Path | None:
 
 def keepable(sim: SimConfig) -> bool:
     """Whether programs of ``sim`` may be kept: its ego policy's code is in the digest."""
-    return any(sim.policy is p for p in BUILT_IN)
+    return sim.policy is None or any(sim.policy is p for p in policies.BUILT_IN)
 
 
 def key(description: str, sim: SimConfig, args: tuple, shardings: Sequence) -> str:
@@ -87,7 +75,7 @@ def key(description: str, sim: SimConfig, args: tuple, shardings: Sequence) -> s
         for name in sim.__dataclass_fields__
     )
     parts = [
-        code_digest(),
+        digest(TRACED_PACKAGES),
         jax.__version__,
         jax.lib.__version__,
         str(_setting("jax_enable_x64")),
@@ -170,6 +158,3 @@ class FlatProgram:
 
     def memory_analysis(self):
         return self.compiled.memory_analysis()
-
-    def as_text(self):
-        return self.compiled.as_text()

@@ -344,7 +344,7 @@ def policy_spec(config: CampaignConfig, allow_import: bool = True) -> PolicySpec
     sim = sim_config(config, policy)
     if not args:
         return PolicySpec(policy, (policy.init(sim, None),), (config.policy,))
-    load = reader_of(config.policy.partition(":")[0])
+    load = reader_of(policy.name)
     assert load is not None  # split_policy takes arguments only for a policy with a reader
     names = tuple(f"{policy.name}:{a}" for a in args)
     return PolicySpec(policy, tuple(load(a, sim) for a in args), names)

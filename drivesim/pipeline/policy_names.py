@@ -28,12 +28,8 @@ class _Entry:
     reader: str | None  # ``module:function`` of a Reader, imported when a spec has arguments
 
 
-_KNOWN: dict[str, _Entry] = {
-    "idm": _Entry(policies.IDM, None),
-    "constant": _Entry(policies.CONSTANT, None),
-    "open_loop": _Entry(policies.OPEN_LOOP, None),
-    "mlp": _Entry(policies.MLP, "drivesim.train.policy_io:read_params"),
-}
+READERS = {"mlp": "drivesim.train.policy_io:read_params"}  # built-in policies' file readers
+_KNOWN: dict[str, _Entry] = {p.name: _Entry(p, READERS.get(p.name)) for p in policies.BUILT_IN}
 
 
 class PolicyImportRefused(ValueError):

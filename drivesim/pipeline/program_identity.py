@@ -18,29 +18,22 @@ reinstall of the same code does not.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import pathlib
 
 import jax
 
+from drivesim._source import digest
 from drivesim.parallel import determinism, processor
 from drivesim.pipeline.ledger import Ledger
 
 RESULT_PACKAGES = ("core", "scenarios")  # under drivesim/: the code that decides results
 
 
-@functools.cache
 def engine_digest() -> str:
     """SHA-256 (first 16 hex digits) of the .py files under RESULT_PACKAGES, by relative path;
     read once per process (the code it has imported)."""
-    root = pathlib.Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for package in RESULT_PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
+    return digest(RESULT_PACKAGES)[:16]
 
 
 def program() -> dict[str, str]:
