@@ -18,7 +18,7 @@ overlap i's box:
   parallel straight lines at least ``cross_sep`` apart
   (:func:`cross_group_separation`); agents of the latter can be neither leaders (when
   ``cross_sep`` minus the largest lateral offset exceeds half the lane width) nor collision
-  partners (when it exceeds twice the largest lateral reach of a box). Otherwise the
+  partners (when it exceeds the two largest lateral reaches of boxes added). Otherwise the
   scenario is not certified.
 
 Where the proof fails, the scenario is simulated again with all pairs (core.fallback), so
@@ -65,6 +65,16 @@ def _beyond(key: Array, group: Array, offset: int, fill) -> Array:
     """key[i + offset] when slot i + offset is in i's group, else ``fill``; (N,)."""
     same = _shift(group, offset, jnp.nan) == group
     return jnp.where(same, _shift(key, offset, fill), fill)
+
+
+def _two_largest(values: Array, real: Array) -> Array:
+    """() the sum of the two largest of ``values`` (N,) >= 0 over ``real`` slots (a missing
+    one counts 0): no two agents' lateral reaches add up to more. Ties count twice."""
+    masked = jnp.where(real, values, 0.0)
+    first = jnp.max(masked)
+    ties = jnp.sum(jnp.where(masked == first, 1.0, 0.0))
+    second = jnp.where(ties >= 2.0, first, jnp.max(jnp.where(masked < first, masked, 0.0)))
+    return first + second
 
 
 def window_certified(
@@ -135,8 +145,7 @@ def window_certified(
     cos_rel = jnp.abs(a.cos_h * proj.tx + a.sin_h * proj.ty)
     sin_rel = jnp.abs(a.cos_h * proj.ty - a.sin_h * proj.tx)
     across = jnp.abs(proj.d) + 0.5 * (a.width * cos_rel + a.length * sin_rel)
-    lateral_reach = jnp.max(jnp.where(straight, across, 0.0))
-    apart = (cross_sep - drift >= 0.5 * widest + EPS) & (cross_sep > 2.0 * lateral_reach + EPS)
+    apart = (cross_sep - drift >= 0.5 * widest + EPS) & (cross_sep > _two_largest(across, straight) + EPS)
     ok = ~straight | (lead_ok & coll_ok)
     # a float count, not all(): XLA:CPU runs a boolean reduction over the agents as one loop
     # with the whole proof inside, an element at a time; the count's operand is computed as

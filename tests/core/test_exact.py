@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from drivesim.bench.fidelity import batch_counts, delivered_traces
+from drivesim.core import certificate
 from drivesim.core.behavior import idm_acceleration
 from drivesim.core.policies import CONSTANT, IDM, idm_policy
 from drivesim.core.rollout import simulate
@@ -54,6 +55,28 @@ def test_shrunk_window_is_caught_by_the_reference_and_by_the_certificate(mixed):
     assert flag.any()
     c = batch_counts(got, mixed.valid)
     assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
+
+
+def test_long_vehicles_beside_each_other_are_proven_and_exact():
+    # highway seeds of the W32 benchmark batch whose parallel lanes hold a long vehicle a
+    # little askew: twice the largest lateral reach exceeds the lane spacing, the two largest
+    # reaches added do not, so the window search is proven from the start and stays exact
+    cfg = FamilyConfig(num_agents=32, steps=STEPS)
+    batch = pad_and_stack([generate("highway", i, cfg).scenario for i in (693, 988, 1065)], num_agents=32)
+    win, got, flag = delivered_traces(batch, idm_policy(), CONFIG)
+    assert not flag.any()
+    c = batch_counts(got, batch.valid)
+    assert (c.leader_misses, c.leader_false, c.collision_misses, c.collision_false) == (0, 0, 0, 0), c
+
+
+def test_two_largest_reaches_added():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        values = rng.choice([0.5, 1.0, 1.5, 2.0], size=9)
+        real = rng.random(9) < 0.7
+        kept = np.sort(np.where(real, values, 0.0))
+        got = float(certificate._two_largest(jax.numpy.asarray(values), jax.numpy.asarray(real)))
+        assert got == kept[-1] + kept[-2]
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="no CommonRoad data")
