@@ -50,20 +50,32 @@ FIELDS = ("ax", "ay", "ux", "uy", "length", "ok")  # then the half width: 7 rows
 ROWS = 7 * CANDIDATES + 3  # an agent's candidates (7 fields x CANDIDATES), bound, ref_x, ref_y
 
 
-def prepare(area: road.Drivable) -> road.Drivable:
-    """``area`` (core.road.Drivable of one scenario) with its segments laid out as rows
-    (``flat``) where the map keeps candidates, a recorded map (more than
-    core.search_choice.RECORDED_MAP_SEGMENTS lane segments, a static shape test); unchanged
-    on a smaller map."""
+def prepare(area: road.Drivable, capacity: int | None) -> tuple[road.Drivable, Array]:
+    """``area`` (core.road.Drivable of one scenario) with its real segments laid out as rows
+    (``flat``, (7, K)) where the map keeps candidates, a recorded map (more than
+    core.search_choice.RECORDED_MAP_SEGMENTS lane segment slots, a static shape test), and
+    whether they all fit, () bool. K = ``capacity`` (SearchPlan.map_segments; None: every
+    slot) or the slots if fewer: the real segments of valid lanes in slot order, then empty
+    ones (never near a point). A map with more real segments is flagged (fits False): its
+    scenario is simulated again with every slot (core.fallback.exact_config). Unchanged, and
+    fits, on a smaller map."""
     segments, lanes = area.seg.ax.shape[-2:]
     if segments * lanes <= RECORDED_MAP_SEGMENTS:
-        return area
-    return replace(area, flat=_flat_segments(area))
+        return area, jnp.ones((), bool)
+    every = _flat_segments(area)  # (7, M)
+    slots = every.shape[1]
+    size = slots if capacity is None else min(int(capacity), slots)
+    real = ((area.seg.ok > 0) & area.lane_valid).reshape(-1)
+    index = jnp.nonzero(real, size=size, fill_value=slots)[0]
+    empty = jnp.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0, -jnp.inf], jnp.float32)[:, None]  # ok = 0
+    flat = jnp.take(jnp.concatenate([every, empty], axis=1), index, axis=1)
+    fits: Array = jnp.sum(real.astype(jnp.int32)) <= size
+    return replace(area, flat=flat), fits
 
 
 def _flat_segments(area: road.Drivable) -> Array:
-    """(7, M) every segment of ``area`` (fields (S, L)): FIELDS, then half the lane's width,
-    -inf where the lane is not valid."""
+    """(7, M) every segment slot of ``area`` (fields (S, L)): FIELDS, then half the lane's
+    width, -inf where the lane is not valid."""
     half = jnp.where(area.lane_valid, 0.5 * area.widths, -jnp.inf)
     rows = [getattr(area.seg, name) for name in FIELDS] + [jnp.broadcast_to(half, area.seg.ax.shape)]
     return jnp.stack([row.reshape(-1) for row in rows])

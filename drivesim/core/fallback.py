@@ -17,13 +17,14 @@ from drivesim.core.types import Array, RolloutMetrics, Scenario, SimConfig
 
 def exact_config(config: SimConfig) -> SimConfig | None:
     """The configuration that simulates again the scenarios a run of ``config`` did not prove
-    exact (all-pairs neighbours), or None where there is nothing to prove ("window_only"
-    measures the window; "all_pairs" with every lane's edges proves everything itself)."""
+    exact (all-pairs neighbours, every segment slot of a recorded map's road-edge table), or
+    None where there is nothing to prove ("window_only" measures the window; "all_pairs"
+    with every lane's edges proves everything itself)."""
     if config.search.neighbours == "window_only" or (
         config.search.neighbours == "all_pairs" and edges.all_lanes(config)
     ):
         return None
-    return config.with_search(neighbours="all_pairs", block_agents=None)
+    return config.with_search(neighbours="all_pairs", block_agents=None, map_segments=None)
 
 
 # Scenarios simulated together by the all-pairs fallback, by platform. On the CPU a chunk

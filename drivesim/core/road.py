@@ -231,8 +231,8 @@ def lane_ok(centers: Array) -> Array:
 class Drivable:
     """The drivable area laid out for :func:`edge_distance`, built once per rollout
     (:func:`drivable`): seg, every lane's RouteSegments with fields (S, L), lanes innermost;
-    widths (L,) lane widths [m]; lane_valid (L,) bool; flat (7, L S) the segments as rows for
-    core.edge_cache on a large map, else None."""
+    widths (L,) lane widths [m]; lane_valid (L,) bool; flat (7, K) a recorded map's real
+    segments as rows (core.edge_cache.prepare), else None."""
 
     seg: RouteSegments
     widths: Array
@@ -253,7 +253,14 @@ def edge_distance(x: Array, y: Array, area: Drivable) -> Array:
     lanes of (width / 2 - distance to the lane's centre segments); > 0 inside, < 0 off-road.
     Segments are clipped at the route ends (past every lane's end is off-road). The lane
     axis is innermost and the nearest segment is taken segment by segment over it, so XLA:CPU
-    reads each segment's lanes as one contiguous vector."""
+    reads each segment's lanes as one contiguous vector. Where ``area`` keeps its real
+    segments as rows (``flat``), the largest of their depths: the same value bit for bit
+    (w / 2 - sqrt(d) falls as d grows, in float32 too, so the deepest segment is the
+    nearest of its lane)."""
+    if area.flat is not None:  # a recorded map's real segments (core.edge_cache.prepare)
+        ax, ay, ux, uy, length, ok, half = area.flat  # (K,) each; half -inf: not a lane
+        dist2 = segment_dist2(x[..., None] - ax, y[..., None] - ay, ux, uy, length, ok)  # (..., K)
+        return jnp.max(half - jnp.sqrt(dist2), axis=-1)
     lanes = area.seg  # (S, L)
     px = x[..., None, None] - lanes.ax
     py = y[..., None, None] - lanes.ay

@@ -48,6 +48,7 @@ from drivesim.core.observation import at_ego, ego_observation
 from drivesim.core.policies import EgoInputs, corrected_accel, corrected_tan, policy_of
 from drivesim.core.road import Drivable, Projection, agent_segments, drivable, point_at, project, route_rows
 from drivesim.core.road_users import kind_limits, kind_metrics
+from drivesim.core.search_choice import map_segments
 from drivesim.core.search_choice import of_scenarios as platform_searches
 from drivesim.core.search_plan import traced_under_config
 from drivesim.core.step_metrics import EgoBefore, step_info
@@ -140,8 +141,9 @@ def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
         lane_rows = mobil.initial_rows(lanes, enabled, scenario.mobil)
         lane_rows = lane_rows[:, order]
     area = drivable(scenario.road)
+    table_fits: Array = jnp.ones((), bool)
     if not edges.all_lanes(config):
-        area = edge_cache.prepare(area)
+        area, table_fits = edge_cache.prepare(area, map_segments(config))
     candidates = edge_cache.start(x, y, area)
     agents = SortedAgents(
         **{k: v[order] for k, v in dyn.items()},
@@ -169,7 +171,7 @@ def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
         cross_sep=cross_sep,
         crossings=crossings,
         drivable=area,
-        metrics=replace(init_metrics(scenario.log is not None), overflow=~certified),
+        metrics=replace(init_metrics(scenario.log is not None), overflow=~(certified & table_fits)),
     )
 
 

@@ -50,6 +50,10 @@ ACCELERATOR_ALL_LANES_SEGMENTS = 32
 # Agents per device per cache block where SearchPlan.block_agents is "auto" on CPU: the W32
 # and W128 sweet spot on a 2-core CPU (benchmarks/engine.py; core.blocking).
 CPU_BLOCK_AGENTS = 16384
+# Real lane segments a recorded map's road-edge table keeps where SearchPlan.map_segments is
+# "auto" (core.edge_cache.prepare): the files in shared/data hold 64 - 359 in 1,024 - 3,968
+# padded slots; a map with more is simulated again with every slot.
+MAP_SEGMENTS = 512
 
 
 def on_cpu(platform: str | None = None) -> bool:
@@ -88,6 +92,12 @@ def bend_capacity(config: SimConfig, agents: int) -> int:
     return max(16, -(-agents // 32) * 8) if cap == "auto" else int(cap)
 
 
+def map_segments(config: SimConfig) -> int | None:
+    """SearchPlan.map_segments as core.edge_cache.prepare takes it ("auto": MAP_SEGMENTS)."""
+    kept = config.search.map_segments
+    return MAP_SEGMENTS if kept == "auto" else kept  # type: ignore[return-value]
+
+
 def block_agents(block: int | str | None, platform: str | None = None) -> int | None:
     """Agents per device per cache block for SearchPlan.block_agents ``block`` on ``platform``:
     "auto" is CPU_BLOCK_AGENTS on the CPU and None (no blocking: accelerators want the
@@ -109,7 +119,7 @@ def resolved(
     ACCELERATOR_ALL_LANES_SEGMENTS segments (nothing is left to prove, so no fallback runs),
     each corner against its own route elsewhere (on the CPU every lane's edges cost more than
     the own-route search and its rare fallback); the capacities and cache blocks
-    (:func:`junction_capacity`, :func:`bend_capacity`, :func:`block_agents`). The plan a
+    (:func:`junction_capacity`, :func:`bend_capacity`, MAP_SEGMENTS, :func:`block_agents`). The plan a
     program runs, as ledgers and benchmark records list it."""
     found = neighbour_search(config, agents, platform, road_segments)
     edge_search = config.search.edge_search
@@ -122,6 +132,7 @@ def resolved(
         edge_search=edge_search,
         junction_capacity=junction_capacity(config, agents),
         bend_capacity=bend_capacity(config, agents),
+        map_segments=map_segments(config),
         block_agents=block_agents(config.search.block_agents, platform),
     )
     return config if plan == config.search else dataclasses.replace(config, search=plan)

@@ -62,6 +62,10 @@ class SearchPlan:
     bend_capacity: most agents on bent routes (merge ramps, turns, curved lanes) that
         core.bends searches against every agent, >= 0 (0: never). "auto": a quarter of the
         agent slots in multiples of 8, at least 16.
+    map_segments: on a recorded map, the real lane segments the road-edge tests keep in one
+        table (core.edge_cache.prepare: the padding of lane slots and points left out),
+        >= 1; a map with more is simulated again with every segment slot. None: every slot
+        (the exact fallback's). "auto": 512.
     store: core.materialize stores each value several fusions read (True), or leaves it to
         XLA's fusion (False: for measuring what storing gains on a backend).
     branch_stores: inside a rollout's step on the CPU, stores pass through a conditional
@@ -79,6 +83,7 @@ class SearchPlan:
     block_agents: int | str | None = "auto"
     junction_capacity: int | str = "auto"
     bend_capacity: int | str = "auto"
+    map_segments: int | str | None = "auto"
     store: bool = True
     branch_stores: bool = True
     vectorised_trig: bool = True
@@ -101,6 +106,9 @@ class SearchPlan:
         cap = self.bend_capacity
         if not (cap == "auto" or _is_count(cap, 0)):
             raise ValueError(f"SearchPlan.bend_capacity: expected an int >= 0 or 'auto', got {cap!r}")
+        kept = self.map_segments
+        if not (kept in ("auto", None) or _is_count(kept, 1)):
+            raise ValueError(f"SearchPlan.map_segments: expected an int >= 1, 'auto' or None, got {kept!r}")
         block = self.block_agents
         if not (block in ("auto", None) or _is_count(block, 1)):
             raise ValueError(f"SearchPlan.block_agents: expected an int >= 1, 'auto' or None, got {block!r}")

@@ -5,6 +5,8 @@ no scenario left to the exact fallback."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -32,7 +34,7 @@ def _area(seed: int) -> road.Drivable:
         lambda v: jnp.swapaxes(v, -1, -2), road.lane_segments(jnp.asarray(centers))
     )
     area = road.Drivable(seg=segments, widths=jnp.asarray(widths), lane_valid=jnp.asarray(valid))
-    return edge_cache.prepare(area)
+    return edge_cache.prepare(area, None)[0]
 
 
 def _boxes(rng, centre_x, centre_y, spread: float):
@@ -99,14 +101,35 @@ def test_a_refresh_writes_only_its_slots():
 def test_a_small_map_keeps_no_candidates():
     centers = jnp.zeros((5, 2, 2)).at[:, 1, 0].set(100.0)
     seg = jax.tree_util.tree_map(lambda v: jnp.swapaxes(v, -1, -2), road.lane_segments(centers))
-    area = edge_cache.prepare(road.Drivable(seg=seg, widths=jnp.full(5, 3.5), lane_valid=jnp.ones(5, bool)))
-    assert area.flat is None and edge_cache.start(jnp.zeros(4), jnp.zeros(4), area) is None
+    area, fits = edge_cache.prepare(
+        road.Drivable(seg=seg, widths=jnp.full(5, 3.5), lane_valid=jnp.ones(5, bool)), 1
+    )
+    assert bool(fits) and area.flat is None and edge_cache.start(jnp.zeros(4), jnp.zeros(4), area) is None
+
+
+def test_the_table_keeps_the_real_segments_and_measures_as_every_slot():
+    full = _area(4)
+    real = np.asarray((full.seg.ok > 0) & full.lane_valid).reshape(-1)
+    kept, fits = edge_cache.prepare(dataclasses.replace(full, flat=None), int(real.sum()) + 5)
+    assert bool(fits) and kept.flat.shape == (7, int(real.sum()) + 5)
+    fields = [np.asarray(getattr(full.seg, name)).reshape(-1)[real] for name in edge_cache.FIELDS]
+    half = np.broadcast_to(0.5 * np.asarray(full.widths), full.seg.ax.shape).reshape(-1)[real]
+    np.testing.assert_array_equal(np.asarray(kept.flat)[:, : real.sum()], np.stack([*fields, half]))
+    assert np.all(np.asarray(kept.flat)[6, real.sum() :] == -np.inf)  # empty slots: never near
+    rng = np.random.default_rng(5)
+    x, y = (jnp.asarray(rng.uniform(-20.0, 140.0, (64, 4)).astype(np.float32)) for _ in range(2))
+    slots = road.edge_distance(x, y, dataclasses.replace(full, flat=None))  # every (S, L) slot
+    np.testing.assert_array_equal(np.asarray(road.edge_distance(x, y, kept)), np.asarray(slots))
+    _, fits = edge_cache.prepare(dataclasses.replace(full, flat=None), int(real.sum()) - 1)
+    assert not bool(fits)
 
 
 def test_recorded_traffic_runs_without_the_fallback_and_as_every_lane(womd_dir, assert_bitwise):
     """WOMD files, where up to 42 agents a step sit near their corridor's edge: the default
-    searches (all pairs on these maps, each corner against its own route and candidates)
-    flag no scenario and give every lane's metrics bit for bit."""
+    searches (all pairs on these maps, each corner against its own route and candidates,
+    the real segments in one table) flag no scenario and give every lane's metrics bit for
+    bit; with a table too small for the maps every scenario is flagged, and the fallback
+    gives the same metrics."""
     from drivesim.scenarios.batching import bucket_key, stack_bucket
     from drivesim.scenarios.commonroad import ImportConfig
     from drivesim.scenarios.remainders import merged_key
@@ -120,3 +143,6 @@ def test_recorded_traffic_runs_without_the_fallback_and_as_every_lane(womd_dir, 
     every_lane = config.with_search(neighbours="all_pairs", edge_search="all_lanes")
     assert_bitwise(got, jax.device_get(simulate(batch, idm_policy(), every_lane)), ())
     assert int(np.sum(got.agents_offroad)) > 0  # off-road agents were found, not skipped
+    small = jax.device_get(simulate(batch, idm_policy(), config.with_search(map_segments=64)))
+    assert small.window_overflow.all()
+    assert_bitwise(got, small, ("window_overflow",))
