@@ -92,6 +92,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--source",
                 help="Scenario source, repeatable: synthetic:highway,merge | commonroad:PATH | "
+                "womd:PATH (Waymo Open Motion, GPUDrive JSON) | av2:PATH (Argoverse 2) | "
                 "store:PATH | catalogue:FAMILY[?GRID]. Default: the demo mix, "
                 "synthetic:highway,merge,intersection plus ../shared/data CommonRoad files.",
             ),
