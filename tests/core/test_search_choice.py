@@ -80,6 +80,10 @@ def test_named_searches_are_left_as_they_are_and_every_auto_is_filled():
     assert "auto" not in resolved.search.record().values()
     with pytest.raises(ValueError, match="SearchPlan.neighbours: expected auto"):
         SimConfig(search=SearchPlan(neighbours="grid"))
+    assert resolved.search.map_segments == search_choice.MAP_SEGMENTS
+    assert search_choice.resolved(AUTO.with_search(map_segments=None), 128, "cpu").search.map_segments is None
+    with pytest.raises(ValueError, match="SearchPlan.map_segments: expected an int >= 1"):
+        SearchPlan(map_segments=0)
 
 
 def _batch(name: str, agents: int = 16, count: int = 5):
