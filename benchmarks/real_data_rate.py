@@ -42,26 +42,15 @@ def _records(dataset: str, replay: bool) -> list:
     return [load_commonroad(p, config) for p in sorted((DATA / "commonroad").glob("*.xml"))]
 
 
-def _bucket(records):
-    from drivesim.scenarios.batching import BucketKey, bucket_key
-
-    keys = [bucket_key(r.scenario) for r in records]
-    logs = [k.log_steps for k in keys if k.log_steps is not None]
-    return BucketKey(
-        agents=max(k.agents for k in keys),
-        lanes=max(k.lanes for k in keys),
-        points=max(k.points for k in keys),
-        log_steps=max(logs) if logs else None,
-    )
-
-
 def _batches(records: list, copies: int, classes: bool) -> list:
     """Host batches of ``copies`` of every record: one padded to the records' largest bucket,
     or (``classes``) one per bucket key, each record in its own size class."""
     from drivesim.scenarios.batching import bucket_key, stack_bucket
+    from drivesim.scenarios.remainders import merged_key
 
     if not classes:
-        return [stack_bucket([r for _ in range(copies) for r in records], _bucket(records))]
+        merged = merged_key(bucket_key(r.scenario) for r in records)
+        return [stack_bucket([r for _ in range(copies) for r in records], merged)]
     groups: dict = {}
     for record in records:
         groups.setdefault(bucket_key(record.scenario), []).append(record)

@@ -21,8 +21,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from drivesim.core import edges
-from drivesim.core.fallback import chunk_size, exact_config
+from drivesim.core.fallback import chunk_size, exact_config, one_round
 from drivesim.core.types import RolloutMetrics, SimConfig
 
 # run(sub, full_edges) -> RolloutMetrics (c,): exact rollouts of the scenarios ``sub`` (c,)
@@ -45,9 +44,8 @@ def complete(fast: RolloutMetrics, take: Callable[[np.ndarray], object], run: Ex
         return fast
     out = jax.tree_util.tree_map(np.array, jax.device_get(fast))  # writable copies
     cap = chunk_size(int(np.shape(out.window_overflow)[0]))
-    one_round = config.search.neighbours == "all_pairs" or edges.all_lanes(config)
     pending = rows
-    for full in (True,) if one_round else (False, True):
+    for full in (True,) if one_round(config) else (False, True):
         chunks = [pending[start : start + cap] for start in range(0, pending.size, cap)]
         # every chunk dispatched before the first is read: the devices queue them
         runs = [run(take(np.concatenate([idx, np.repeat(idx[-1:], cap - idx.size)])), full) for idx in chunks]

@@ -27,6 +27,13 @@ def exact_config(config: SimConfig) -> SimConfig | None:
     return config.with_search(neighbours="all_pairs", block_agents=None, map_segments=None)
 
 
+def one_round(config: SimConfig) -> bool:
+    """Whether the fallback's first runs of a batch run with ``config`` prove everything
+    (its neighbours come from all pairs, or every corner meets every lane): then they run
+    with every lane's edges at once, with no second round."""
+    return config.search.neighbours == "all_pairs" or edges.all_lanes(config)
+
+
 # Scenarios simulated together by the all-pairs fallback, by platform. On the CPU a chunk
 # costs in proportion to its size, and most batches flag a few scenarios (1-2% of highway
 # scenarios at 128 agents): chunks of 64 simulated ~30 scenarios for each flagged one and made
@@ -58,7 +65,7 @@ def exact_fallback(fast: RolloutMetrics, scenarios: Scenario, exact_run, config:
     simulates its own flagged rows. A fallback over the whole sharded batch is not split by
     XLA's partitioner, so without this view every device would simulate every flagged row."""
     batch = fast.window_overflow.shape[0]
-    if config.search.neighbours == "all_pairs" or edges.all_lanes(config):  # the first runs prove everything
+    if one_round(config):
         one_device = partial(_single_round, exact_run=lambda sub: exact_run(sub, True))
     else:
         one_device = partial(_two_rounds, exact_run=exact_run)

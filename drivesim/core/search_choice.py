@@ -95,7 +95,7 @@ def bend_capacity(config: SimConfig, agents: int) -> int:
 def map_segments(config: SimConfig) -> int | None:
     """SearchPlan.map_segments as core.edge_cache.prepare takes it ("auto": MAP_SEGMENTS)."""
     kept = config.search.map_segments
-    return MAP_SEGMENTS if kept == "auto" else kept  # type: ignore[return-value]
+    return None if kept is None else MAP_SEGMENTS if kept == "auto" else int(kept)
 
 
 def block_agents(block: int | str | None, platform: str | None = None) -> int | None:
