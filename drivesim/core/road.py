@@ -15,7 +15,6 @@ from collections.abc import Iterable
 import jax
 import jax.numpy as jnp
 
-from drivesim.core.matmul import matmul
 from drivesim.core.types import Array, RoadMap, pytree_dataclass
 
 _EPS = 1e-9
@@ -76,22 +75,24 @@ def lane_segments(centers: Array) -> RouteSegments:
 
 def agent_segments(road: RoadMap, route: Array) -> RouteSegments:
     """Route segments for each agent, segment axis first: road (L, P, 2) and route (N,)
-    int32 -> fields (S, N).
+    int32 -> fields (S, N); a route that names no lane gets every field 0.
 
-    Used once per rollout (a one-hot selection over lanes, not a gather in the loop).
+    Used once per rollout: one gather of the lanes' stacked fields (L, F, S) by route. A
+    zero comes out as +0.0, as the one-hot products this replaced gave it.
     """
-    lanes = lane_segments(road.centers)  # (L, S)
-    num_lanes = road.centers.shape[-3]
-    onehot = (route[None, :] == jnp.arange(num_lanes)[:, None]).astype(jnp.float32)  # (L, N)
+    return RouteSegments(**by_route(lane_segments(road.centers), route))
 
-    def pick(values):  # (L, S) -> (S, N)
-        finite = jnp.where(jnp.isfinite(values), values, 0.0).T
-        picked = matmul(finite, onehot)
-        pos_inf = matmul((values == jnp.inf).astype(jnp.float32).T, onehot)
-        neg_inf = matmul((values == -jnp.inf).astype(jnp.float32).T, onehot)
-        return jnp.where(pos_inf > 0, jnp.inf, jnp.where(neg_inf > 0, -jnp.inf, picked))
 
-    return RouteSegments(**{name: pick(getattr(lanes, name)) for name in RouteSegments.__dataclass_fields__})
+def by_route(lanes, route: Array) -> dict[str, Array]:
+    """Each field of ``lanes`` (a pytree dataclass of fields (L, S)) picked per agent by
+    ``route`` (N,) int32: fields (S, N), 0 where the route names no lane (one gather)."""
+    names = list(lanes.__dataclass_fields__)
+    stacked = jnp.stack([getattr(lanes, name) for name in names], axis=1)  # (L, F, S)
+    num_lanes = stacked.shape[0]
+    known = (route >= 0) & (route < num_lanes)
+    picked = stacked[jnp.where(known, route, 0)]  # (N, F, S)
+    picked = jnp.where(known[:, None, None] & (picked != 0.0), picked, 0.0)
+    return {name: picked[:, i].T for i, name in enumerate(names)}
 
 
 STORED = ("ax", "ay", "ux", "uy", "length", "s0")  # the fields route_rows stores, in order
