@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 
 from drivesim.core import interactions
@@ -84,8 +85,14 @@ def route_groups(
         joined = joined & ~alone[:, None] & ~alone[None, :]
     joined = joined | jnp.eye(num, dtype=bool)
     label = jnp.arange(num, dtype=jnp.float32)
-    for _ in range(num):
-        label = jnp.min(jnp.where(joined, label[None, :], jnp.inf), axis=1)
+
+    def spread(carry):  # each route takes the smallest label among the routes it joins
+        label, _changed = carry
+        new = jnp.min(jnp.where(joined, label[None, :], jnp.inf), axis=1)
+        return new, jnp.any(new != label)
+
+    # until no label changes (at most num rounds): one loop body in the program, not num
+    label, _ = jax.lax.while_loop(lambda carry: carry[1], spread, (label, jnp.ones((), bool)))
     return label
 
 
