@@ -21,6 +21,7 @@ from drivesim.core import (
     certificate,
     edge_cache,
     edges,
+    exact,
     interactions,
     junction,
     mobil,
@@ -89,10 +90,10 @@ class SimState:
 
 
 @traced_under_config
-def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
-    """Initial SimState of one (unbatched) scenario: agents sorted along the road axis.
-    zone_on: the direct searches the program holds (see :func:`advance`); the first leaders
-    are searched as the steps search them."""
+def reset(scenario: Scenario, config: SimConfig) -> SimState:
+    """Initial SimState of one (unbatched) scenario: agents sorted along the road axis, the
+    first leaders found over all pairs (exact whichever search the steps run, so the start
+    has nothing to certify)."""
     ag = scenario.agents
     n = ag.x.shape[0]
     num_lanes = scenario.road.widths.shape[0]
@@ -156,11 +157,10 @@ def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
     proj = project(agents.x, agents.y, agents.seg)
     diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
     reach = jnp.max(jnp.where(ag.valid, diag, 0.0))
-    zone = neighbours.zone_search(agents, proj, crossings, reach, config, zone_on)
-    leaders = _leader_state(agents, proj, scenario, config, neighbours.leader_zone(zone, zone_on))
-    certified = _certified(
-        agents, proj, leaders["lead_gap"], scenario, config, reach=reach, cross_sep=cross_sep, zone=zone
-    )
+    # the first leaders over all pairs: exact by construction, nothing to certify, and a
+    # smaller program than the steps' window and direct searches a second time
+    _lead, lead_gap, lead_speed = exact.all_pairs_leaders(agents, proj)
+    leaders = {"lead_gap": lead_gap, "lead_speed": lead_speed}
     return SimState(
         agents=agents,
         proj=proj,
@@ -171,7 +171,7 @@ def reset(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
         cross_sep=cross_sep,
         crossings=crossings,
         drivable=area,
-        metrics=replace(init_metrics(scenario.log is not None), overflow=~(certified & table_fits)),
+        metrics=replace(init_metrics(scenario.log is not None), overflow=~table_fits),
     )
 
 
@@ -417,7 +417,7 @@ def rollouts(scenarios: Scenario, policy, config: SimConfig, zone_on=None) -> Ro
 def start_state(scenario: Scenario, config: SimConfig, zone_on=None) -> SimState:
     """:func:`reset`, with the scenario flagged for the exact fallback where it needs a
     search the fixed switches ``zone_on`` leave out (core.switches.unsearched)."""
-    start = reset(scenario, config, zone_on)
+    start = reset(scenario, config)
     missing = switches.unsearched(start.crossings, start.agents.bent, zone_on)
     if missing is None:
         return start

@@ -32,7 +32,7 @@ def rollout_trajectory(
         return state, _positions(state)
 
     steps = jnp.arange(config.num_steps, dtype=jnp.int32)
-    state, rows = jax.lax.scan(body, reset(scenario, config, zone_on), steps)
+    state, rows = jax.lax.scan(body, reset(scenario, config), steps)
     return finalize(state, scenario), _original_order(rows)
 
 

@@ -110,11 +110,12 @@ def build_pool(spec: PoolSpec, config: SimConfig, observe) -> tuple[ScenarioPool
 
 
 def initial_pool(scenarios: Scenario, config: SimConfig, searches, observe) -> ScenarioPool:
-    """The ScenarioPool of ``scenarios`` (M, ...): each one's reset state under the fixed
-    ``searches`` and its ``observe(sim, scenario, config)`` observation (trace it in a jit)."""
+    """The ScenarioPool of ``scenarios`` (M, ...): each one's reset state and its
+    ``observe(sim, scenario, config)`` observation, with the fixed ``searches`` its steps
+    run (trace it in a jit)."""
 
     def one(scenario):
-        sim = reset(scenario, config, searches)
+        sim = reset(scenario, config)
         return sim, observe(sim, scenario, config)
 
     states, obs = jax.vmap(one)(scenarios)

@@ -121,7 +121,7 @@ def test_fallback_chunk_does_not_change_results(monkeypatch):
     assert (fallback.chunk_size(4096, "cpu"), fallback.chunk_size(4096, "gpu")) == (8, 64)
     assert (fallback.chunk_size(5, "gpu"), fallback.chunk_size(1, "cpu")) == (5, 2)
     cfg = FamilyConfig(num_agents=16, steps=20)
-    families = ("merge", "highway", "merge", "merge", "highway", "merge")
+    families = ("merge", "highway", "merge", "merge", "merge", "highway", "merge", "merge")
     batch = pad_and_stack([generate(f, i, cfg).scenario for i, f in enumerate(families)], num_agents=16)
     config = SimConfig(
         num_steps=20, search=SearchPlan(bend_capacity=0)
