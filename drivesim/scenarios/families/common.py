@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from drivesim.core.materialize import decided_once
 from drivesim.core.signals import NO_SIGNAL
 from drivesim.core.types import IDM_DEFAULTS, AgentState, IDMParams, RoadMap, Scenario, SignalPlan
 
@@ -119,9 +120,10 @@ class Draws:
         rows = jnp.arange(self.ROWS, dtype=jnp.uint32)[:, None] * self.STRIDE + jnp.arange(
             size, dtype=jnp.uint32
         )
-        self.rows = hashed_uniform(key, rows)
         scalars = (self.ROWS + 1) * self.STRIDE + jnp.arange(self.SCALARS, dtype=jnp.uint32)
-        self.scalars = hashed_uniform(key, scalars)
+        # hashed once and stored (core.materialize): XLA would copy the whole hash into
+        # each of the tens of fusions that read a draw, a longer compile for the same bits
+        self.rows, self.scalars = decided_once((hashed_uniform(key, rows), hashed_uniform(key, scalars)))
 
     def u(self, stream: int, lo, hi):
         """Per-agent uniforms (size,) in [lo, hi)."""
