@@ -55,7 +55,7 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
     timing, fallback = _measure_simulate(device_batch, policy, static, config.harness)
     counts = fast_pass_counts(device_batch, policy, static["config"])
     rates = throughput(Work(wl.scenarios, wl.agents, wl.steps), timing.times, config.harness.ci_method)
-    plan = search_plan(wl, devices[0].platform, host.num_road_segments)
+    plan = batch_plan(wl, host, devices[0].platform)
     env = environment()
     visible = env.pop("device_count")
     return BenchRecord(
@@ -115,15 +115,25 @@ def _measure_simulate(device_batch, policy, static: dict, harness: HarnessConfig
     return whole, FallbackCost(int(rows.size), fallback_s)
 
 
-def search_plan(wl: Workload, platform: str | None = None, road_segments: int | None = None):
+def search_plan(wl: Workload, platform: str | None = None, road_segments: int | None = None, searches=None):
     """The SearchPlan ``wl``'s defaults resolve to on ``platform`` (None: JAX's default
     backend; core.search_choice.resolved); ``road_segments``: its batch's (None: a
-    one-scenario batch of it is built)."""
+    one-scenario batch of it is built); ``searches``: the switches its program fixes
+    (core.switches.of_batch; None: none)."""
     from drivesim.core.search_choice import resolved
 
     if road_segments is None:
         road_segments = make_batch(dataclasses.replace(wl, scenarios=1, first_id=0)).num_road_segments
-    return resolved(sim_config(wl), wl.agents, platform, road_segments).search
+    return resolved(sim_config(wl), wl.agents, platform, road_segments, searches).search
+
+
+def batch_plan(wl: Workload, host, platform: str | None = None):
+    """:func:`search_plan` of ``wl`` for its built batch ``host``, with the switches that
+    ``simulate`` fixes for it (the plan its program runs)."""
+    from drivesim.core import switches
+
+    searches = switches.of_batch(host, sim_config(wl))
+    return search_plan(wl, platform, host.num_road_segments, searches)
 
 
 def search_label(plan) -> str:
@@ -173,7 +183,7 @@ def run_engine_sweep(
         host = make_batch(wl)  # built once: its road names the search, and the engine runs it
         log(
             f"engine: {sweep.scenarios} {family} x {n} agents x {sweep.steps} steps on {where}, "
-            f"search {search_name(wl, road_segments=host.num_road_segments)} ..."
+            f"search {search_label(batch_plan(wl, host))} ..."
         )
         record = run_engine(EngineConfig(wl, sweep.harness, devices=devices), batch=host)
         record.extra["family"] = family

@@ -466,9 +466,9 @@ def rollout_batch(
     where needed, each device's rows by that device (core.fallback.exact_fallback). A batch
     of one is run as a batch of two (the scenario and a copy), so its result is
     bit-identical to the same scenario in a larger batch (XLA compiles a vmap of size 1
-    differently). The configuration's "auto" searches are the platform's
-    (core.search_choice)."""
-    config = platform_searches(config, scenarios)
+    differently). The configuration's "auto" searches are the platform's for the batch's
+    shapes and fixed ``searches`` (core.search_choice)."""
+    config = platform_searches(config, scenarios, searches)
     batch = scenarios.valid.shape[0]
     if batch == 1:
         twice = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), scenarios)

@@ -9,7 +9,9 @@ prove is simulated again with all pairs. On the CPU they give the same metrics b
 - On the CPU a step costs its work. The sorted-window search with its exact fallback does
   O(N K) work per agent-step against all pairs' O(N^2), so it is faster from 32 agents on,
   but at 8 agents, where K = 6 covers nearly every pair anyway, all pairs skip the window's
-  proof and direct searches and run faster.
+  proof and direct searches and run faster. Where a batch needs both direct searches (the
+  junction zone and the bent routes: turning intersections), its window step carries both,
+  their proof and a fallback, and all pairs are faster up to 32 agents too.
 - On an accelerator, at the batch sizes drivesim runs, a step costs the latency of its
   kernels more than their work: up to 32 agents all pairs, with no proof, direct searches or
   fallback (a whole serial rollout of the flagged scenarios), run faster than the window
@@ -36,6 +38,11 @@ from drivesim.core.types import SimConfig
 # against its own route ran faster than the window search at 8 agents on the four synthetic
 # families (benchmarks/engine_variants.py).
 CPU_ALL_PAIRS_AGENTS = 8
+# The same where the batch's fixed switches (core.switches) hold both the junction zone and
+# the bent-route search. W32 turning intersections on the CPU: all pairs 0.89x the time of
+# the window search, and half its compile (no direct searches, no fallback to compile); with
+# one of the two (merge, the straight intersection) all pairs took 1.29 - 1.48x the time.
+CPU_BOTH_SEARCHES_AGENTS = 32
 ACCELERATOR_ALL_PAIRS_AGENTS = 32
 # Road segments (lane slots x segments per lane) above which a road is a recorded map: "auto"
 # takes all pairs whatever the agents (see above), and core.edge_cache keeps road-edge
@@ -62,19 +69,28 @@ def on_cpu(platform: str | None = None) -> bool:
     return (platform or jax.default_backend()) == "cpu"
 
 
+def both_searches(searches) -> bool:
+    """Whether ``searches`` (core.neighbours.SearchesOn fixed as Python bools, or None)
+    holds both the junction zone and the bent-route search."""
+    return searches is not None and searches.zone is True and searches.bends is True
+
+
 def neighbour_search(
-    config: SimConfig, agents: int, platform: str | None = None, road_segments: int = 1
+    config: SimConfig, agents: int, platform: str | None = None, road_segments: int = 1, searches=None
 ) -> str:
     """SearchPlan.neighbours for scenarios of ``agents`` slots and ``road_segments`` (lane
     slots x segments per lane) on ``platform`` (None: JAX's default backend): "auto" is
-    "all_pairs" up to CPU_ALL_PAIRS_AGENTS agents on the CPU and ACCELERATOR_ALL_PAIRS_AGENTS
-    on an accelerator, or on a road of more than RECORDED_MAP_SEGMENTS segments; "window"
-    otherwise."""
+    "all_pairs" up to CPU_ALL_PAIRS_AGENTS agents on the CPU (CPU_BOTH_SEARCHES_AGENTS where
+    the batch's fixed switches ``searches`` hold both direct searches) and
+    ACCELERATOR_ALL_PAIRS_AGENTS on an accelerator, or on a road of more than
+    RECORDED_MAP_SEGMENTS segments; "window" otherwise."""
     if config.search.neighbours != "auto":
         return config.search.neighbours
     if road_segments > RECORDED_MAP_SEGMENTS:
         return "all_pairs"
-    limit = CPU_ALL_PAIRS_AGENTS if on_cpu(platform) else ACCELERATOR_ALL_PAIRS_AGENTS
+    limit = ACCELERATOR_ALL_PAIRS_AGENTS
+    if on_cpu(platform):
+        limit = CPU_BOTH_SEARCHES_AGENTS if both_searches(searches) else CPU_ALL_PAIRS_AGENTS
     return "all_pairs" if agents <= limit else "window"
 
 
@@ -110,10 +126,11 @@ def block_agents(block: int | str | None, platform: str | None = None) -> int | 
 
 
 def resolved(
-    config: SimConfig, agents: int, platform: str | None = None, road_segments: int = 1
+    config: SimConfig, agents: int, platform: str | None = None, road_segments: int = 1, searches=None
 ) -> SimConfig:
     """``config`` with every "auto" of its SearchPlan replaced by the platform's choice for
-    scenarios of ``agents`` slots and ``road_segments`` (lane slots x segments per lane): the
+    scenarios of ``agents`` slots and ``road_segments`` (lane slots x segments per lane)
+    whose program fixes the switches ``searches`` (None: none fixed): the
     neighbour search (:func:`neighbour_search`); on an accelerator every lane's road edges
     where the neighbours come from all pairs and the road has at most
     ACCELERATOR_ALL_LANES_SEGMENTS segments (nothing is left to prove, so no fallback runs),
@@ -121,7 +138,7 @@ def resolved(
     the own-route search and its rare fallback); the capacities and cache blocks
     (:func:`junction_capacity`, :func:`bend_capacity`, MAP_SEGMENTS, :func:`block_agents`). The plan a
     program runs, as ledgers and benchmark records list it."""
-    found = neighbour_search(config, agents, platform, road_segments)
+    found = neighbour_search(config, agents, platform, road_segments, searches)
     edge_search = config.search.edge_search
     if edge_search == "auto":
         few = road_segments <= ACCELERATOR_ALL_LANES_SEGMENTS
@@ -138,6 +155,8 @@ def resolved(
     return config if plan == config.search else dataclasses.replace(config, search=plan)
 
 
-def of_scenarios(config: SimConfig, scenarios) -> SimConfig:
-    """:func:`resolved` for a batch of Scenarios on JAX's default backend."""
-    return resolved(config, scenarios.num_agents, road_segments=scenarios.num_road_segments)
+def of_scenarios(config: SimConfig, scenarios, searches=None) -> SimConfig:
+    """:func:`resolved` for a batch of Scenarios on JAX's default backend, its program's fixed
+    switches ``searches`` (None: none fixed)."""
+    segments = scenarios.num_road_segments
+    return resolved(config, scenarios.num_agents, road_segments=segments, searches=searches)

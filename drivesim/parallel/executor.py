@@ -270,7 +270,8 @@ class Executor:
     def _record_plan(self, chunk) -> None:
         """Keep the SearchPlan a program for ``chunk``'s shapes resolves to (search_choice)."""
         agents, segments = chunk.num_agents, generated.road_segments(chunk)
-        plan = search_choice.resolved(self.sim, agents, self.devices[0].platform, segments).search
+        platform = self.devices[0].platform
+        plan = search_choice.resolved(self.sim, agents, platform, segments, generated.searches(chunk)).search
         self.search_plans[f"{agents}x{segments}"] = plan.record()
 
     # ---- devices -> host -----------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The platform's searches (drivesim.core.search_choice): "auto" is all pairs up to
-CPU_ALL_PAIRS_AGENTS agents and the window search above, each corner against its own route, on
-the CPU; all pairs up to ACCELERATOR_ALL_PAIRS_AGENTS agents on accelerators, with every lane's
+CPU_ALL_PAIRS_AGENTS agents (CPU_BOTH_SEARCHES_AGENTS where a batch needs both direct
+searches) and the window search above, each corner against its own route, on the CPU;
+all pairs up to ACCELERATOR_ALL_PAIRS_AGENTS agents on accelerators, with every lane's
 edges on roads of up to ACCELERATOR_ALL_LANES_SEGMENTS segments. The CPU's default program
 above the limit is the explicit window program, and every platform's program gives the same
 metrics bit for bit."""
@@ -10,7 +11,7 @@ from __future__ import annotations
 import jax
 import pytest
 
-from drivesim.core import search_choice
+from drivesim.core import search_choice, switches
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.search_plan import SearchPlan
@@ -107,10 +108,27 @@ def test_every_platforms_search_gives_the_same_metrics(name, assert_bitwise):
     CPU, against the CPU's window search."""
     batch, policy = _batch(name), idm_policy()
     accelerators = search_choice.resolved(AUTO, 16, "gpu", road_segments=batch.num_road_segments)
-    want = jax.device_get(simulate(batch, policy, AUTO))
+    want = jax.device_get(simulate(batch, policy, WINDOW))
     got = jax.device_get(simulate(batch, policy, accelerators))
     assert_bitwise(got, want, ("window_overflow",))
     assert not got.window_overflow.any()  # all pairs prove the neighbours, no step crowded an edge
     small = _batch(name, agents=CPU_LIMIT)
     want = jax.device_get(simulate(small, policy, WINDOW))
     assert_bitwise(jax.device_get(simulate(small, policy, AUTO)), want, ("window_overflow",))
+
+
+def test_batches_that_need_both_direct_searches_take_all_pairs_on_the_cpu():
+    """Turning intersections (the junction zone and the bent routes) take all pairs up to
+    CPU_BOTH_SEARCHES_AGENTS on the CPU; one of the two searches, or more agents, keeps the
+    window; accelerators are unchanged."""
+    both_limit = search_choice.CPU_BOTH_SEARCHES_AGENTS
+    found = lambda agents, zone, bends, platform="cpu": search_choice.neighbour_search(  # noqa: E731
+        AUTO, agents, platform, searches=switches.fixed(zone, bends)
+    )
+    assert found(both_limit, True, True) == "all_pairs"
+    assert (found(both_limit + 1, True, True), found(both_limit, True, False)) == ("window", "window")
+    assert (found(both_limit, False, True), found(64, True, True, "gpu")) == ("window", "window")
+    assert search_choice.neighbour_search(AUTO, both_limit, "cpu") == "window"  # switches not fixed
+    batch, policy = _batch("intersection_turns"), idm_policy()
+    pairs = WINDOW.with_search(neighbours="all_pairs")
+    assert simulate.lower(batch, policy, AUTO).as_text() == simulate.lower(batch, policy, pairs).as_text()
