@@ -7,11 +7,13 @@ other; :func:`window_certified` proves that no agent outside them can be i's lea
 overlap i's box:
 
 - same group: every agent beyond the window, inside i's group, must lie farther along the
-  sort axis (key = x a_x + y a_y) than any leader or overlapping box could (the bound uses
-  i's leader gap, lane corridor and the largest box diagonal). The order lags the positions
-  a little (one odd-even pass every few steps), so the first key beyond the window bounds
-  the rest only up to the group's total descent (:func:`_descent`): one (N,) pass instead
-  of a running minimum per route, which cost more than the search it checks on the CPU.
+  sort axis (key = x a_x + y a_y) than any leader or overlapping box could (the bounds use
+  i's leader gap, lane corridor and the longest agent for leaders, and for boxes the
+  largest distance at which two can overlap: half the two largest diagonals added). The
+  order lags the positions a little (one odd-even pass every few steps), so the first key
+  beyond the window bounds the rest only up to the group's total descent
+  (:func:`_descent`): one (N,) pass instead of a running minimum per route, which cost
+  more than the search it checks on the CPU.
 - other groups: routes of different groups are either straight lines that cross (their
   interactions are searched in the junction zone, core.junction, which must hold all its
   agents), bent routes whose agents are searched against every agent (core.bends), or
@@ -67,9 +69,10 @@ def _beyond(key: Array, group: Array, offset: int, fill) -> Array:
     return jnp.where(same, _shift(key, offset, fill), fill)
 
 
-def _two_largest(values: Array, real: Array) -> Array:
+def two_largest(values: Array, real: Array) -> Array:
     """() the sum of the two largest of ``values`` (N,) >= 0 over ``real`` slots (a missing
-    one counts 0): no two agents' lateral reaches add up to more. Ties count twice."""
+    one counts 0): no two agents' values (lateral reaches, box diagonals) add up to more.
+    Ties count twice."""
     masked = jnp.where(real, values, 0.0)
     first = jnp.max(masked)
     ties = jnp.sum(jnp.where(masked == first, 1.0, 0.0))
@@ -91,7 +94,8 @@ def window_certified(
     a: SortedAgents (x, y, valid, length, width, lane_width, group rows); proj: their
     Projection; lead_gap: (N,) gap to the window's leader (+inf none), or None where the
     leaders come from all pairs (core.neighbours.leaders_from_all_pairs) and only collisions
-    and other groups need the proof; reach: () largest box diagonal; cross_sep: () from
+    and other groups need the proof; reach: () the largest distance at which two boxes
+    overlap (SimState.reach); cross_sep: () from
     :func:`cross_group_separation`; axis: (2,) sort axis.
     """
     group = a.group
@@ -128,7 +132,8 @@ def window_certified(
             + descent
         )
         corridor = (0.5 * a.lane_width + jnp.abs(proj.d)) * na + EPS
-        bound = lead_gap + 0.5 * a.length + 0.5 * reach + EPS  # >= the leader's ds (+inf: none)
+        longest = jnp.max(jnp.where(a.valid, a.length, 0.0))  # bounds the leader's length
+        bound = lead_gap + 0.5 * a.length + 0.5 * longest + EPS  # >= the leader's ds (+inf: none)
         reach_along = jnp.where(ta == 0.0, 0.0, bound * ta)
         hi = corridor + jnp.where(forward, reach_along, 0.0)
         lo = -corridor + jnp.where(forward, 0.0, reach_along)
@@ -145,7 +150,7 @@ def window_certified(
     cos_rel = jnp.abs(a.cos_h * proj.tx + a.sin_h * proj.ty)
     sin_rel = jnp.abs(a.cos_h * proj.ty - a.sin_h * proj.tx)
     across = jnp.abs(proj.d) + 0.5 * (a.width * cos_rel + a.length * sin_rel)
-    apart = (cross_sep - drift >= 0.5 * widest + EPS) & (cross_sep > _two_largest(across, straight) + EPS)
+    apart = (cross_sep - drift >= 0.5 * widest + EPS) & (cross_sep > two_largest(across, straight) + EPS)
     ok = ~straight | (lead_ok & coll_ok)
     # a float count, not all(): XLA:CPU runs a boolean reduction over the agents as one loop
     # with the whole proof inside, an element at a time; the count's operand is computed as

@@ -249,7 +249,7 @@ def collision_summary(hits: list[Array], is_ego: Array) -> tuple[Array, Array]:
 
 def window_overflow(key: Array, valid: Array, reach: Array, window: int) -> Array:
     """True when the ``window``-th agent ahead in sorted order is within ``reach`` (the
-    largest box diagonal of the scenario) along the sort axis, so an agent beyond the
+    largest distance at which two boxes of the scenario overlap) along the sort axis, so an agent beyond the
     window could touch agent i (the window may be too small); () bool."""
     n = key.shape[0]
     far_key = view(padded(key, window, jnp.inf), window, window, n)

@@ -8,12 +8,15 @@ lines A and B every interaction happens near their crossing point p_AB:
 - a leader j of i (j on B) has its centre inside i's lane corridor, |lat| < w_A / 2 from
   line A, and lies within ``drift`` of line B, so |j - p_AB| <= (w_A / 2 + drift) / sin(AB)
   + drift, wherever i is;
-- overlapping boxes have centres at most ``reach`` (the largest box diagonal) apart, so
-  both lie within (reach + 2 drift) / sin(AB) + drift of p_AB;
+- overlapping boxes i and j have centres at most (d_i + d_j) / 2 apart (d: box diagonals),
+  so i lies within (reach_i + 2 drift) / sin(AB) + drift of p_AB, where ``reach_i`` bounds
+  (d_i + d_j) / 2 for every j: the smaller of (d_i + the largest d) / 2 and half the two
+  largest diagonals added;
 
 where ``drift`` is the largest lateral offset of an agent from its route and sin(AB) the
 sine of the crossing angle. :func:`zone_radius` takes the largest of these around a centre
-holding every crossing point (:func:`crossings`); the agents inside that disc are the zone.
+holding every crossing point (:func:`crossings`), per agent; the agents inside their own
+radius are the zone (a long vehicle's larger reach does not widen a car's).
 Every agent is tested against the zone's agents as a leader candidate (N x C) and the
 zone's agents against each other as collision pairs (C x C, pairs beyond the window only,
 so no pair is counted twice). While no more than ``capacity`` agents are in the zone the
@@ -66,9 +69,10 @@ def crossings(lines, groups: Array, occupied: Array) -> Crossings:
 
 
 def zone_radius(geo: Crossings, drift: Array, widest: Array, reach: Array) -> Array:
-    """() radius of the zone this step (-inf: no crossing): every cross-route leader and
-    every agent of a cross-route overlap lies inside (see the module docstring). drift:
-    () largest |lateral offset| of a present agent; widest: () widest lane; reach: ()."""
+    """Radius of the zone this step, the shape of ``reach`` (-inf: no crossing): every
+    cross-route leader and every agent of a cross-route overlap lies inside its own (see the
+    module docstring). drift: () largest |lateral offset| of a present agent; widest: ()
+    widest lane; reach: () or (N,) each agent's overlap reach."""
     spread = jnp.maximum(0.5 * widest + drift, reach + 2.0 * drift) / geo.sin_min
     return geo.r0 + spread + drift + EPS
 

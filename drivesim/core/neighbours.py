@@ -107,7 +107,10 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
     def run(_):
         drift = jnp.max(jnp.where(a.valid, jnp.abs(proj.d), 0.0))
         widest = jnp.max(jnp.where(a.valid, a.lane_width, 0.0))
-        radius = junction.zone_radius(geo, drift, widest, reach)
+        # each agent's own overlap reach: its half diagonal and the largest one added
+        diag = jnp.sqrt(a.length * a.length + a.width * a.width)
+        own = 0.5 * (diag + jnp.max(jnp.where(a.valid, diag, 0.0)))
+        radius = junction.zone_radius(geo, drift, widest, jnp.minimum(own, reach))  # (N,)
         return junction.search(a, proj, geo, radius, config.search.window, capacity)
 
     def gated(on, search):  # a real conditional on an unbatched switch; None: always search
