@@ -29,6 +29,8 @@ every leader and collision is exact. Every function works on one scenario.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax.numpy as jnp
 
 from drivesim.core import interactions
@@ -69,6 +71,21 @@ def _beyond(key: Array, group: Array, offset: int, fill) -> Array:
     return jnp.where(same, _shift(key, offset, fill), fill)
 
 
+class Reach(NamedTuple):
+    """How far one scenario's boxes reach, each () float32: ``pair`` the largest distance
+    between the centres of two overlapping boxes (half the two largest diagonals added: two
+    boxes overlap within (d_i + d_j) / 2), ``longest`` the longest agent's length."""
+
+    pair: Array
+    longest: Array
+
+
+def reach_of(length: Array, width: Array, real: Array) -> Reach:
+    """The Reach of boxes ``length`` x ``width`` (N,) over ``real`` (N,) slots."""
+    diag = jnp.sqrt(length * length + width * width)
+    return Reach(pair=0.5 * two_largest(diag, real), longest=jnp.max(jnp.where(real, length, 0.0)))
+
+
 def two_largest(values: Array, real: Array) -> Array:
     """() the sum of the two largest of ``values`` (N,) >= 0 over ``real`` slots (a missing
     one counts 0): no two agents' values (lateral reaches, box diagonals) add up to more.
@@ -84,7 +101,7 @@ def window_certified(
     a,
     proj,
     lead_gap: Array | None,
-    reach: Array,
+    reach: Reach,
     cross_sep: Array,
     axis: Array,
     window: int,
@@ -94,8 +111,8 @@ def window_certified(
     a: SortedAgents (x, y, valid, length, width, lane_width, group rows); proj: their
     Projection; lead_gap: (N,) gap to the window's leader (+inf none), or None where the
     leaders come from all pairs (core.neighbours.leaders_from_all_pairs) and only collisions
-    and other groups need the proof; reach: () the largest distance at which two boxes
-    overlap (SimState.reach); cross_sep: () from
+    and other groups need the proof; reach: the scenario's Reach (SimState.reach);
+    cross_sep: () from
     :func:`cross_group_separation`; axis: (2,) sort axis.
     """
     group = a.group
@@ -132,8 +149,7 @@ def window_certified(
             + descent
         )
         corridor = (0.5 * a.lane_width + jnp.abs(proj.d)) * na + EPS
-        longest = jnp.max(jnp.where(a.valid, a.length, 0.0))  # bounds the leader's length
-        bound = lead_gap + 0.5 * a.length + 0.5 * longest + EPS  # >= the leader's ds (+inf: none)
+        bound = lead_gap + 0.5 * a.length + 0.5 * reach.longest + EPS  # >= the leader's ds (+inf: none)
         reach_along = jnp.where(ta == 0.0, 0.0, bound * ta)
         hi = corridor + jnp.where(forward, reach_along, 0.0)
         lo = -corridor + jnp.where(forward, 0.0, reach_along)
@@ -143,7 +159,7 @@ def window_certified(
     lead_ok = True if lead_gap is None else leaders_ok()  # None: leaders from all pairs
     # collisions in i's group: pairs (i, j) with j more than ``window`` places after i
     far = _beyond(slot_key, group, window + 1, jnp.inf) - descent
-    coll_ok = far - key > reach + EPS
+    coll_ok = far - key > reach.pair + EPS
     # other groups: too far across for a leader or an overlapping box
     drift = jnp.max(jnp.where(straight, jnp.abs(proj.d), 0.0))
     widest = jnp.max(jnp.where(straight, a.lane_width, 0.0))

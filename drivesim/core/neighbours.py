@@ -92,7 +92,7 @@ def searches_on(scenarios: Scenario, config: SimConfig) -> SearchesOn | None:
     return SearchesOn(zone=zone, bends=needs_bends(layout.on_bent), bend_rows=most)
 
 
-def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfig, zone_on=None):
+def zone_search(a, proj, geo: junction.Crossings, reach: certificate.Reach, config: SimConfig, zone_on=None):
     """The junction zone's ZoneSearch of SortedAgents ``a``, merged with the direct search
     of agents on bent routes (core.bends); None on the all-pairs path.
 
@@ -110,7 +110,7 @@ def zone_search(a, proj, geo: junction.Crossings, reach: Array, config: SimConfi
         # each agent's own overlap reach: its half diagonal and the largest one added
         diag = jnp.sqrt(a.length * a.length + a.width * a.width)
         own = 0.5 * (diag + jnp.max(jnp.where(a.valid, diag, 0.0)))
-        radius = junction.zone_radius(geo, drift, widest, jnp.minimum(own, reach))  # (N,)
+        radius = junction.zone_radius(geo, drift, widest, jnp.minimum(own, reach.pair))  # (N,)
         return junction.search(a, proj, geo, radius, config.search.window, capacity)
 
     def gated(on, search):  # a real conditional on an unbatched switch; None: always search

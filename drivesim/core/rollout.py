@@ -71,11 +71,11 @@ class SimState:
     (fields (N,)) and each agent's gap to its leader (+inf: none) and the leader's speed,
     (N,) each, all computed at the end of the previous step (the step's metrics need them
     there anyway, and the search then has one consumer, so XLA evaluates it once instead of
-    once per row it feeds); step t (); ego start arc length (); the largest distance at which
-    two of its boxes can overlap () (half the two largest box diagonals added: the reach of
-    the window and the junction zone); the smallest separation between routes of different groups ()
-    (core.certificate); the crossings of its straight routes (core.junction); its drivable
-    area laid out for the road-edge tests (core.road.drivable); the running metrics."""
+    once per row it feeds); step t (); ego start arc length (); how far its boxes reach
+    (core.certificate.Reach: the window's and the junction zone's bounds); the smallest
+    separation between routes of different groups () (core.certificate); the crossings of
+    its straight routes (core.junction); its drivable area laid out for the road-edge
+    tests (core.road.drivable); the running metrics."""
 
     agents: SortedAgents
     proj: Projection
@@ -83,7 +83,7 @@ class SimState:
     lead_speed: Array
     t: Array
     ego_s0: Array
-    reach: Array
+    reach: certificate.Reach
     cross_sep: Array
     crossings: junction.Crossings
     drivable: Drivable
@@ -156,8 +156,7 @@ def reset(scenario: Scenario, config: SimConfig) -> SimState:
         edges=None if candidates is None else candidates[:, order],
     )
     proj = project(agents.x, agents.y, agents.seg)
-    diag = jnp.sqrt(ag.length * ag.length + ag.width * ag.width)
-    reach = 0.5 * certificate.two_largest(diag, ag.valid)  # two boxes overlap within (d_i + d_j) / 2
+    reach = certificate.reach_of(ag.length, ag.width, ag.valid)
     # the first leaders over all pairs: exact by construction, nothing to certify, and a
     # smaller program than the steps' window and direct searches a second time
     _lead, lead_gap, lead_speed = exact.all_pairs_leaders(agents, proj)
