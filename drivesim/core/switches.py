@@ -100,8 +100,10 @@ class FixedSimulate:
         if not _concrete(scenarios) or not _concrete(policy):
             return self._bound(self._jit, scenarios, policy, config, devices, exact=True)
         scenarios = jax.device_put(scenarios)
-        fast = self._bound(self._jit, scenarios, policy, config, devices, exact=False)
-        resolved = search_choice.of_scenarios(config, scenarios)
+        searches = of_batch(scenarios, config)
+        fast = self._jit(scenarios, policy, config=config, devices=devices, searches=searches, exact=False)
+        # the plan the fast pass ran (its switches may choose all pairs), for the fallback's rounds
+        resolved = search_choice.of_scenarios(config, scenarios, searches)
         run = exact_rows.exact_program(self._exact_rollouts, resolved)
         take = lambda idx: jax.tree_util.tree_map(lambda leaf: leaf[jnp.asarray(idx)], scenarios)  # noqa: E731
         done = exact_rows.complete(fast, take, lambda sub, full: run(sub, policy, full), resolved)
