@@ -37,9 +37,10 @@ class EngineConfig:
     devices: int | None = 1  # None: every visible device (batch sharded over them)
 
 
-def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchRecord:
+def run_engine(config: EngineConfig, batch=None, kind: str = "engine", plan=None) -> BenchRecord:
     """Benchmark ``simulate`` (IDM ego, all metrics) on ``config.workload``; ``batch`` is
-    an optional prebuilt host batch of that workload. Returns one BenchRecord."""
+    an optional prebuilt host batch of that workload, ``plan`` its SearchPlan where the
+    caller has it already (:func:`batch_plan`). Returns one BenchRecord."""
     from drivesim.core.policies import idm_policy
 
     wl = config.workload
@@ -55,7 +56,7 @@ def run_engine(config: EngineConfig, batch=None, kind: str = "engine") -> BenchR
     timing, fallback = _measure_simulate(device_batch, policy, static, config.harness)
     counts = fast_pass_counts(device_batch, policy, static["config"])
     rates = throughput(Work(wl.scenarios, wl.agents, wl.steps), timing.times, config.harness.ci_method)
-    plan = batch_plan(wl, host, devices[0].platform)
+    plan = plan if plan is not None else batch_plan(wl, host, devices[0].platform)
     env = environment()
     visible = env.pop("device_count")
     return BenchRecord(
@@ -181,11 +182,12 @@ def run_engine_sweep(
         where = f"{devices} device(s)" if devices else "all devices"
         wl = Workload(sweep.scenarios, n, sweep.steps, family)
         host = make_batch(wl)  # built once: its road names the search, and the engine runs it
+        plan = batch_plan(wl, host)  # read by the log line and the record
         log(
             f"engine: {sweep.scenarios} {family} x {n} agents x {sweep.steps} steps on {where}, "
-            f"search {search_label(batch_plan(wl, host))} ..."
+            f"search {search_label(plan)} ..."
         )
-        record = run_engine(EngineConfig(wl, sweep.harness, devices=devices), batch=host)
+        record = run_engine(EngineConfig(wl, sweep.harness, devices=devices), batch=host, plan=plan)
         record.extra["family"] = family
         records.append(record)
         rate, suffix = record.rate("scenarios_per_s"), ""
