@@ -15,7 +15,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import interactions
+from drivesim.core import fold, interactions
 from drivesim.core.types import Array, pytree_dataclass
 
 EPS = 0.01  # [m] slack for float32 rounding of key differences (conservative side)
@@ -39,10 +39,11 @@ def route_lines(centers: Array, ok: Array) -> RouteLines:
     d = b - a
     seg_len = jnp.sqrt(jnp.sum(d * d, axis=-1))
     straight = jnp.sum(ok, axis=-1) == 1
-    first = jnp.argmax(ok, axis=-1)
-    u = jnp.take_along_axis(d, first[:, None, None], axis=1)[:, 0]
-    u = u / jnp.maximum(jnp.take_along_axis(seg_len, first[:, None], axis=1), 1e-9)
-    p = jnp.take_along_axis(a, first[:, None, None], axis=1)[:, 0]
+    # the first real segment's fields (on a route without one, the last's: u and p unused there)
+    fields = (d[..., 0], d[..., 1], seg_len, a[..., 0], a[..., 1])
+    dx, dy, length, px, py = fold.first_found(ok > 0, fields, axis=1)[1]
+    u = jnp.stack([dx, dy], axis=-1) / jnp.maximum(length, 1e-9)[:, None]
+    p = jnp.stack([px, py], axis=-1)
     cross = u[:, None, 0] * u[None, :, 1] - u[:, None, 1] * u[None, :, 0]
     both = straight[:, None] & straight[None, :]
     return RouteLines(straight=straight, u=u, p=p, crossing=both & (jnp.abs(cross) >= 1e-5))

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import jax
 import jax.numpy as jnp
 
+from drivesim.core import fold
 from drivesim.core.types import Array, RoadMap, pytree_dataclass
 
 _EPS = 1e-9
@@ -137,20 +138,11 @@ class Projection:
     ty: Array
 
 
-def _first_true(mask: Array) -> Array:
-    """Float mask (S, N) of the first True along axis 0 (segment axis)."""
-    first = jnp.cumsum(mask.astype(jnp.int32), axis=0) == 1
-    return (first & mask).astype(jnp.float32)
-
-
 def _first_pick(mask: Array, fields: tuple[Array, ...]) -> tuple[Array, ...]:
     """Each field (S, N) at the first True of ``mask`` (S, N) along the segment axis, +0.0
     where none is: a chain of selects, elementwise, so XLA:CPU runs it as vector code (a
     cumulative sum and a sum over the short segment axis are slow loops of their own there).
-    The same bits as the sum of the fields
-    weighted by :func:`_first_true` where the fields are finite: adding +0.0 turns a picked
-    -0.0 into the sum's +0.0. (A point at NaN, which only an absent agent can hold, picks
-    nothing: 0.0 here, NaN in the weighted sum.)"""
+    Adding +0.0 turns a picked -0.0 into +0.0."""
     picked = []
     for field in fields:
         value = jnp.zeros(field.shape[1:], field.dtype)
@@ -161,21 +153,24 @@ def _first_pick(mask: Array, fields: tuple[Array, ...]) -> tuple[Array, ...]:
 
 
 def _at_first(mask: Array, fields: tuple[Array, ...]) -> tuple[Array, ...]:
-    """Each field (S, N) at the first True of ``mask`` (S, N) along the segment axis: by
-    :func:`_first_pick` on routes of 2 to _UNROLLED_SEGMENTS segments, else as sums
-    weighted by :func:`_first_true` (a route of one segment: the field itself)."""
+    """Each field (S, N) at the first True of ``mask`` (S, N) along the segment axis, +0.0
+    where none is: by :func:`_first_pick` on routes of 2 to _UNROLLED_SEGMENTS segments,
+    folded pairwise on longer ones (core.fold.first_of: log2(S) elementwise steps; the sums
+    weighted by the first True that it replaced were a slow loop each); a route of one
+    segment: the field itself (as a sum over the segment axis, +0.0 for -0.0)."""
     segments = mask.shape[0]
-    if 1 < segments <= _UNROLLED_SEGMENTS:
+    if segments == 1:
+        return tuple(jnp.sum(jnp.ones(mask.shape, jnp.float32) * field, axis=0) for field in fields)
+    if segments <= _UNROLLED_SEGMENTS:
         return _first_pick(mask, fields)
-    pick = jnp.ones(mask.shape, jnp.float32) if segments == 1 else _first_true(mask)
-    return tuple(jnp.sum(pick * field, axis=0) for field in fields)
+    return fold.first_of(mask, fields)
 
 
 def _nearest(values: Array, axis: int) -> Array:
-    """Minimum over the segment ``axis`` of ``values``, unrolled (:func:`min_of`) for routes
-    of up to _UNROLLED_SEGMENTS segments."""
+    """Minimum over the segment ``axis`` of ``values``: unrolled (:func:`min_of`) for routes
+    of up to _UNROLLED_SEGMENTS segments, folded pairwise (core.fold.minimum) on longer ones."""
     if values.shape[axis] > _UNROLLED_SEGMENTS:
-        return jnp.min(values, axis=axis)
+        return fold.minimum(values, axis)
     return min_of(jax.lax.index_in_dim(values, k, axis, keepdims=False) for k in range(values.shape[axis]))
 
 
