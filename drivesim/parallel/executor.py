@@ -268,11 +268,19 @@ class Executor:
         return self._programs.get(sig, build)
 
     def _record_plan(self, chunk) -> None:
-        """Keep the SearchPlan a program for ``chunk``'s shapes resolves to (search_choice)."""
+        """Keep the SearchPlan a program for ``chunk``'s shapes resolves to (search_choice),
+        under ``AGENTSxSEGMENTS``, followed by the direct searches its program fixes where it
+        fixes them (`` zone``, `` bends``, `` none``: generated batches, core.switches), so
+        programs of one shape with other searches keep their own records."""
         agents, segments = chunk.num_agents, generated.road_segments(chunk)
         platform = self.devices[0].platform
-        plan = search_choice.resolved(self.sim, agents, platform, segments, generated.searches(chunk)).search
-        self.search_plans[f"{agents}x{segments}"] = plan.record()
+        searches = generated.searches(chunk)
+        plan = search_choice.resolved(self.sim, agents, platform, segments, searches).search
+        key = f"{agents}x{segments}"
+        if searches is not None:
+            fixed = [name for name in ("zone", "bends") if getattr(searches, name)]
+            key += " " + ("+".join(fixed) or "none")
+        self.search_plans[key] = plan.record()
 
     # ---- devices -> host -----------------------------------------------------------------
     def fetch(self, result: DeviceResult) -> RolloutMetrics:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 
@@ -50,6 +51,8 @@ def test_phases_recorded_per_batch(campaign):
     assert {"jax_version", "device_count", "started_at", "finished_at"} <= set(meta)
     plans = json.loads(meta["search_plans"])  # the resolved SearchPlan of each compiled program shape
     assert plans and all("auto" not in plan.values() for plan in plans.values())
+    # keyed by shape, and by the direct searches a generated batch's program fixes
+    assert all(re.fullmatch(r"\d+x\d+( (zone|bends|zone\+bends|none))?", key) for key in plans), plans
     assert {plan["neighbours"] for plan in plans.values()} == {"window"}  # 16 agents on this CPU
 
 
