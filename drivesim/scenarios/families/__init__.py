@@ -92,6 +92,7 @@ def _count_fn(name: str, cfg: FamilyConfig):
 
 
 _COUNT_FNS: dict = {}
+COUNT_BLOCK = 64  # fewest ids agent_counts computes in one call
 
 
 def agent_counts(name: str, ids, cfg: FamilyConfig, seed: int | None = None) -> np.ndarray:
@@ -103,6 +104,11 @@ def agent_counts(name: str, ids, cfg: FamilyConfig, seed: int | None = None) -> 
     if cfg.num_agents is not None:
         return np.full(ids.shape, cfg.num_agents, np.int32)
     seed = cfg.seed if seed is None else seed
+    flat = ids.astype(np.int32).reshape(-1)
+    # padded to a power of two, at least COUNT_BLOCK: one small program per length class, not
+    # one per count of ids asked for (a scenario's count does not depend on its neighbours)
+    padded = np.zeros(max(COUNT_BLOCK, 1 << max(len(flat) - 1, 0).bit_length()), np.int32)
+    padded[: len(flat)] = flat
     with jax.default_device(jax.devices("cpu")[0]):
-        out = _count_fn(name, cfg)(np.uint32(seed), ids.astype(np.int32))
-    return np.asarray(out)
+        out = _count_fn(name, cfg)(np.uint32(seed), padded)
+    return np.asarray(out)[: len(flat)].reshape(ids.shape)
