@@ -23,12 +23,15 @@ program (smaller, and faster to compile).
 
 from __future__ import annotations
 
+import functools
+import os
+
 import jax
 import jax.numpy as jnp
 
-from drivesim.core import exact_rows, neighbours, search_choice
+from drivesim.core import exact_rows, neighbours, search_choice, traced_cache
 from drivesim.core.bends import search_rows
-from drivesim.core.types import Array, Scenario, SimConfig
+from drivesim.core.types import Array, RolloutMetrics, Scenario, SimConfig
 
 _searches_on = jax.jit(neighbours.searches_on, static_argnames="config")
 
@@ -85,8 +88,10 @@ class FixedSimulate:
     traced, the one program holding both. ``lower`` and ``trace``: of the fast pass's program."""
 
     def __init__(self, rollout_batch, exact_rollouts):
+        self._rollout_batch = rollout_batch
         self._jit = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches", "exact"))
         self._exact_rollouts = exact_rollouts
+        self._programs: dict = {}  # fast passes compiled through core.traced_cache, by key
 
     def _bound(self, method, scenarios: Scenario, policy, config: SimConfig, devices: int, exact: bool):
         """``method`` of the jit applied with the batch's switches. A host batch goes to the
@@ -99,15 +104,57 @@ class FixedSimulate:
     def __call__(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
         if not _concrete(scenarios) or not _concrete(policy):
             return self._bound(self._jit, scenarios, policy, config, devices, exact=True)
-        scenarios = jax.device_put(scenarios)
+        scenarios, policy = jax.device_put((scenarios, policy))
         searches = of_batch(scenarios, config)
-        fast = self._jit(scenarios, policy, config=config, devices=devices, searches=searches, exact=False)
+        fast = self._fast(scenarios, policy, config, devices, searches)(scenarios, policy)
         # the plan the fast pass ran (its switches may choose all pairs), for the fallback's rounds
         resolved = search_choice.of_scenarios(config, scenarios, searches)
         run = exact_rows.exact_program(self._exact_rollouts, resolved)
         take = lambda idx: jax.tree_util.tree_map(lambda leaf: leaf[jnp.asarray(idx)], scenarios)  # noqa: E731
         done = exact_rows.complete(fast, take, lambda sub, full: run(sub, policy, full), resolved)
         return fast if done is fast else jax.tree_util.tree_map(jnp.asarray, done)
+
+    def forget(self) -> None:
+        """Drop the fast passes compiled through core.traced_cache (a new process's view)."""
+        self._programs.clear()
+
+    def program(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
+        """The fast pass's program for this batch, compiled as a call compiles it: a callable
+        of (scenarios, policy) giving the fast pass's metrics (flagged rows not simulated
+        again), with ``memory_analysis()``. ``scenarios`` and ``policy`` are device arrays
+        (jax.device_put)."""
+        searches = of_batch(scenarios, config)
+        fast = self._fast(scenarios, policy, config, devices, searches)
+        if isinstance(fast, traced_cache.FlatProgram):
+            return fast
+        return fast.func.lower(scenarios, policy, **fast.keywords).compile()
+
+    def _fast(self, scenarios: Scenario, policy, config: SimConfig, devices: int, searches):
+        """The fast pass for these arguments: a core.traced_cache.FlatProgram compiled from the
+        StableHLO kept per machine (no trace in a later process) where the arguments sit on
+        one device and the ego policy is built in, else the jit with its static arguments
+        bound (traced in every process)."""
+        leaves, tree = jax.tree_util.tree_flatten((scenarios, policy))
+        device = traced_cache.one_device(leaves)
+        if device is None or not traced_cache.keepable(config) or traced_cache.folder() is None:
+            return functools.partial(
+                self._jit, config=config, devices=devices, searches=searches, exact=False
+            )
+        avals = tuple((leaf.shape, leaf.dtype, leaf.weak_type) for leaf in leaves)
+        key = (config, devices, searches, tree, avals, device, traced_cache.folder())
+        if key not in self._programs:
+            metrics = RolloutMetrics(*[jnp.zeros(())] * len(RolloutMetrics.__dataclass_fields__))
+            self._programs[key] = traced_cache.compile_flat(
+                lambda sc, p: self._rollout_batch(sc, p, config, devices, searches, False),
+                (scenarios, policy),
+                in_shardings=[device] * len(leaves),
+                out_shardings=[device] * len(RolloutMetrics.__dataclass_fields__),
+                donate=(),
+                description=f"simulate {devices} {searches} {os.environ.get('XLA_FLAGS', '')}",
+                sim=config,
+                out_tree=jax.tree_util.tree_structure(metrics),
+            )
+        return self._programs[key]
 
     def lower(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
         return self._bound(self._jit.lower, scenarios, policy, config, devices, exact=False)

@@ -21,9 +21,10 @@ import jax
 import numpy as np
 from jax.sharding import PartitionSpec
 
+from drivesim.core import traced_cache
 from drivesim.core.rollout import rollout_batch
 from drivesim.core.types import METRIC_NAMES, RolloutMetrics, SimConfig
-from drivesim.parallel import determinism, traced_cache
+from drivesim.parallel import determinism
 from drivesim.parallel.generated import materialize, searches
 from drivesim.parallel.mesh import DATA, data_sharding, replicated
 
@@ -89,7 +90,7 @@ def build_program(key: ProgramKey, mesh, sim: SimConfig):
 
 def compile_program(key: ProgramKey, mesh, sim: SimConfig, chunk, policy):
     """:func:`build_program` compiled for (``chunk``, ``policy``): a callable of them. The
-    ``sharding`` backend's program is traced once per machine (drivesim.parallel.traced_cache:
+    ``sharding`` backend's program is traced once per machine (drivesim.core.traced_cache:
     a later process compiles it without tracing); the other backends trace it here."""
     program = build_program(key, mesh, sim)
     if key.backend != "sharding":

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-from drivesim.core import edges
+from drivesim.core import edges, traced_cache
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.search_plan import SearchPlan
@@ -88,6 +88,7 @@ def test_eight_devices_rerun_their_own_crowded_scenarios(drifting, fma_free, ass
 
 def test_no_capacity_reruns_every_scenario_near_an_edge(drifting, fma_free, assert_bitwise, monkeypatch):
     monkeypatch.setattr(edges, "capacity", lambda agents: 0)
+    monkeypatch.setenv(traced_cache.ENV, "off")  # traced with the patch, kept nowhere
     config = dataclasses.replace(
         OWN.with_search(neighbours="all_pairs"), num_steps=STEPS - 1
     )  # traced with the patch
@@ -101,6 +102,7 @@ def test_the_accelerators_capacity_on_the_cpu(drifting, fma_free, assert_bitwise
     """The program an accelerator runs on roads of many segments (all pairs, own routes, up to
     ACCELERATOR_CAPACITY near agents picked in one pass), traced here on the CPU."""
     monkeypatch.setattr(edges, "CPU_CAPACITY", edges.ACCELERATOR_CAPACITY)
+    monkeypatch.setenv(traced_cache.ENV, "off")  # traced with the patch, kept nowhere
     assert edges.capacity(16, "cpu") == edges.capacity(16, "gpu") == 4
     config = dataclasses.replace(
         OWN.with_search(neighbours="all_pairs"), num_steps=STEPS - 2

@@ -7,10 +7,11 @@ import jax
 import numpy as np
 import pytest
 
+from drivesim.core import traced_cache
 from drivesim.core.policies import idm_policy
 from drivesim.core.rollout import simulate
 from drivesim.core.types import SimConfig
-from drivesim.parallel import generated, traced_cache
+from drivesim.parallel import generated
 from drivesim.parallel.executor import Executor, ExecutorConfig
 from drivesim.parallel.generated import id_batch
 from drivesim.scenarios.batching import BucketKey, stack_bucket

@@ -1,6 +1,7 @@
-"""Programs traced once per machine (drivesim.parallel.traced_cache): the executor's program is
-written as StableHLO, read back by a later executor without tracing, gives the same bits; a
-damaged file is traced again; a user's policy is never kept."""
+"""Programs traced once per machine (drivesim.core.traced_cache): the executor's program and
+``simulate``'s fast pass are written as StableHLO, read back by a later executor or call
+without tracing, give the same bits; a damaged file is traced again; a user's policy is never
+kept."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 from trace_count import counting_policy
 
+from drivesim.core import traced_cache
 from drivesim.core.policies import IDM, idm_policy
-from drivesim.parallel import traced_cache
 from drivesim.parallel.executor import Executor, ExecutorConfig
 from drivesim.parallel.programs import EXECUTOR_PROGRAMS
 
@@ -52,6 +53,30 @@ def test_a_kept_program_is_read_back_without_tracing_and_gives_the_same_bits(
     longer = dataclasses.replace(sim, num_steps=sim.num_steps + 1)  # another config, another file
     _fresh_run(longer, batch)
     assert len(list(folder.iterdir())) == 2
+
+
+def _no_trace(*args, **kwargs):
+    raise AssertionError("traced again")
+
+
+def test_simulate_reads_its_fast_pass_back_without_tracing(
+    folder, batch, sim, reference, assert_bitwise, monkeypatch
+):
+    from drivesim.core.rollout import simulate
+
+    simulate.forget()  # a new process's view
+    assert_bitwise(simulate(batch, idm_policy(), sim), reference)
+    kept = list(folder.iterdir())
+    assert len(kept) == 1
+    simulate.forget()
+    with monkeypatch.context() as patch:
+        patch.setattr(jax.export, "export", _no_trace)
+        assert_bitwise(simulate(batch, idm_policy(), sim), reference)
+        policy, traces = counting_policy(IDM)  # a user's policy: traced, not kept
+        simulate(batch, idm_policy(), dataclasses.replace(sim, policy=policy))
+        assert traces.count >= 1
+    assert list(folder.iterdir()) == kept
+    simulate.forget()
 
 
 def test_a_users_policy_is_never_kept(folder, batch, sim):

@@ -1,24 +1,27 @@
-"""Programs traced once per machine: the executor's programs kept as serialized StableHLO.
+"""Programs traced once per machine: the executor's programs and ``simulate``'s fast pass kept
+as serialized StableHLO.
 
 JAX's persistent compilation cache saves the XLA compile of a program, but every process
 still traces and lowers it (a second or two for an engine program on the CPU, in every
-``drivesim run``). Here the executor's program is exported (``jax.export``) the first time
-its key is seen, written beside the compilation cache (``JAX_COMPILATION_CACHE_DIR/traced``),
-and compiled from that StableHLO; a later process reads it back and compiles it without
-tracing (the compile then loads from the persistent cache). The program is compiled from
-the deserialized StableHLO in both cases, so the first and every later process compile one
-module, the same code bit for bit (tests/parallel/test_traced_cache.py).
+``drivesim run`` and every process that calls ``simulate``). Here the program is exported
+(``jax.export``) the first time its key is seen, written beside the compilation cache
+(``JAX_COMPILATION_CACHE_DIR/traced``), and compiled from that StableHLO; a later process
+reads it back and compiles it without tracing (the compile then loads from the persistent
+cache). The program is compiled from the deserialized StableHLO in both cases, so the first
+and every later process compile one module, the same code bit for bit
+(tests/parallel/test_traced_cache.py).
 
 The key is a SHA-256 over: the source of the packages whose code is traced (drivesim.core,
 drivesim.scenarios, drivesim.parallel), JAX's and jaxlib's versions and the settings that
 change a trace (x64, default matmul precision), the caller's description of the program
-(backend, sweep, devices, determinism mode), the SimConfig (its ego policy by name) and the
-arguments' shapes, dtypes and shardings. A SimConfig whose ego policy is not one of
-drivesim.core.policies' built-in policies is never kept: a user's policy code is not in the
-digest; neither is the state of a running process, so one that patches what the engine reads
-while tracing (a test's monkeypatch of a module constant) sets ``DRIVESIM_TRACED_CACHE=off``.
-A file that cannot be read is ignored and written again; nothing is kept where the
-compilation cache is off or jax.export's serialization library (flatbuffers) is missing.
+(backend, sweep, devices, determinism mode, fixed search switches), the SimConfig (its ego
+policy by name) and the arguments' shapes, dtypes (weak or not) and shardings. A SimConfig
+whose ego policy is not one of drivesim.core.policies' built-in policies is never kept: a
+user's policy code is not in the digest; neither is the state of a running process, so one
+that patches what the engine reads while tracing (a test's monkeypatch of a module constant)
+sets ``DRIVESIM_TRACED_CACHE=off``. A file that cannot be read is ignored and written again;
+nothing is kept where the compilation cache is off or jax.export's serialization library
+(flatbuffers) is missing.
 """
 
 from __future__ import annotations
@@ -83,9 +86,20 @@ def key(description: str, sim: SimConfig, args: tuple, shardings: Sequence) -> s
         description,
         repr(named),
         str(tree),  # with the static fields of the arguments (an IdBatch's families and sizes)
-        *(f"{leaf.shape}{leaf.dtype}{sharding}" for leaf, sharding in zip(leaves, shardings, strict=True)),
+        *(
+            f"{leaf.shape}{leaf.dtype}{getattr(leaf, 'weak_type', False)}{sharding}"
+            for leaf, sharding in zip(leaves, shardings, strict=True)
+        ),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def one_device(leaves: Sequence):
+    """The single-device sharding that every leaf (a jax.Array) sits on, or None (a leaf that
+    is not a device array, or leaves on other or several devices)."""
+    shardings = {getattr(leaf, "sharding", None) for leaf in leaves}
+    sharding = shardings.pop() if len(shardings) == 1 else None
+    return sharding if isinstance(sharding, jax.sharding.SingleDeviceSharding) else None
 
 
 def compile_flat(
