@@ -23,6 +23,7 @@ program (smaller, and faster to compile).
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 
@@ -34,6 +35,9 @@ from drivesim.core.bends import search_rows
 from drivesim.core.types import Array, RolloutMetrics, Scenario, SimConfig
 
 _searches_on = jax.jit(neighbours.searches_on, static_argnames="config")
+# fast passes FixedSimulate keeps compiled in a process (the least recently used goes first):
+# each holds about 1,000 memory mappings of XLA:CPU code (drivesim.parallel.code_memory)
+KEPT = 16
 
 
 def fixed(zone: bool, bends: bool, most_bent: int | None = None) -> neighbours.SearchesOn:
@@ -91,7 +95,8 @@ class FixedSimulate:
         self._rollout_batch = rollout_batch
         self._jit = jax.jit(rollout_batch, static_argnames=("config", "devices", "searches", "exact"))
         self._exact_rollouts = exact_rollouts
-        self._programs: dict = {}  # fast passes compiled through core.traced_cache, by key
+        # fast passes compiled through core.traced_cache, by key, the KEPT most recent
+        self._programs: collections.OrderedDict = collections.OrderedDict()
 
     def _bound(self, method, scenarios: Scenario, policy, config: SimConfig, devices: int, exact: bool):
         """``method`` of the jit applied with the batch's switches. A host batch goes to the
@@ -114,8 +119,9 @@ class FixedSimulate:
         done = exact_rows.complete(fast, take, lambda sub, full: run(sub, policy, full), resolved)
         return fast if done is fast else jax.tree_util.tree_map(jnp.asarray, done)
 
-    def forget(self) -> None:
-        """Drop the fast passes compiled through core.traced_cache (a new process's view)."""
+    def clear(self) -> None:
+        """Drop the fast passes compiled through core.traced_cache (a new process's view;
+        drivesim.parallel.code_memory drops them with JAX's caches)."""
         self._programs.clear()
 
     def program(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
@@ -142,7 +148,11 @@ class FixedSimulate:
             )
         avals = tuple((leaf.shape, leaf.dtype, leaf.weak_type) for leaf in leaves)
         key = (config, devices, searches, tree, avals, device, traced_cache.folder())
-        if key not in self._programs:
+        if key in self._programs:
+            self._programs.move_to_end(key)
+        else:
+            while len(self._programs) >= KEPT:
+                self._programs.popitem(last=False)
             metrics = RolloutMetrics(*[jnp.zeros(())] * len(RolloutMetrics.__dataclass_fields__))
             self._programs[key] = traced_cache.compile_flat(
                 lambda sc, p: self._rollout_batch(sc, p, config, devices, searches, False),

@@ -65,8 +65,11 @@ def drop_compiled_programs() -> None:
     """Clear every registered program cache and JAX's caches, then collect garbage."""
     import jax
 
+    from drivesim.core.rollout import simulate
+
     for cache in list(_CACHES):
         cache.clear()
+    simulate.clear()  # its fast passes compiled from kept StableHLO (core.traced_cache)
     jax.clear_caches()
     gc.collect()
 

@@ -64,11 +64,11 @@ def test_simulate_reads_its_fast_pass_back_without_tracing(
 ):
     from drivesim.core.rollout import simulate
 
-    simulate.forget()  # a new process's view
+    simulate.clear()  # a new process's view
     assert_bitwise(simulate(batch, idm_policy(), sim), reference)
     kept = list(folder.iterdir())
     assert len(kept) == 1
-    simulate.forget()
+    simulate.clear()
     with monkeypatch.context() as patch:
         patch.setattr(jax.export, "export", _no_trace)
         assert_bitwise(simulate(batch, idm_policy(), sim), reference)
@@ -76,7 +76,7 @@ def test_simulate_reads_its_fast_pass_back_without_tracing(
         simulate(batch, idm_policy(), dataclasses.replace(sim, policy=policy))
         assert traces.count >= 1
     assert list(folder.iterdir()) == kept
-    simulate.forget()
+    simulate.clear()
 
 
 def test_a_users_policy_is_never_kept(folder, batch, sim):
