@@ -105,7 +105,9 @@ def _measure_simulate(device_batch, policy, static: dict, harness: HarnessConfig
     from drivesim.core.exact_rows import flagged_rows
     from drivesim.core.rollout import simulate
 
-    # the fast pass compiled as a call compiles it (core.traced_cache on one device)
+    # the fast pass compiled as a call in a new process compiles it (core.traced_cache on one
+    # device): this process's compiled fast passes dropped first
+    simulate.clear()
     start = time.perf_counter()
     program = simulate.program(device_batch, policy, **static)
     compile_s = time.perf_counter() - start

@@ -156,8 +156,10 @@ def _at_first(mask: Array, fields: tuple[Array, ...]) -> tuple[Array, ...]:
     """Each field (S, N) at the first True of ``mask`` (S, N) along the segment axis, +0.0
     where none is: by :func:`_first_pick` on routes of 2 to _UNROLLED_SEGMENTS segments,
     folded pairwise on longer ones (core.fold.first_of: log2(S) elementwise steps; the sums
-    weighted by the first True that it replaced were a slow loop each); a route of one
-    segment: the field itself (as a sum over the segment axis, +0.0 for -0.0)."""
+    weighted by the first True that it replaced were a slow loop each, and gave the same bits
+    where the fields are finite, NaN where an entry not picked was NaN, as an absent agent's
+    can be); a route of one segment: the field itself (a sum over the segment axis, +0.0 for
+    -0.0)."""
     segments = mask.shape[0]
     if segments == 1:
         return tuple(jnp.sum(jnp.ones(mask.shape, jnp.float32) * field, axis=0) for field in fields)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import functools
 import os
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -86,10 +87,13 @@ def unsearched(crossings, bent: Array, on) -> Array | None:
 
 
 class FixedSimulate:
-    """``simulate(scenarios, policy, config, devices=1)``: the jit of ``rollout_batch``'s fast
-    pass for the batch's switches (:func:`of_batch`), then, for a batch whose fast pass flags
-    rows, the exact fallback compiled apart (core.exact_rows); inside another program being
-    traced, the one program holding both. ``lower`` and ``trace``: of the fast pass's program."""
+    """``simulate(scenarios, policy, config, devices=1)``: ``rollout_batch``'s fast pass for
+    the batch's switches (:func:`of_batch`), compiled from the StableHLO kept per machine
+    (core.traced_cache) where the batch sits on one device of JAX's default backend and the
+    policy is built in, else by the jit; then, for a batch whose fast pass flags rows, the
+    exact fallback compiled apart (core.exact_rows); inside another program being traced, the
+    one program holding both. ``lower`` and ``trace``: the jit's fast pass (the computation
+    the kept program holds)."""
 
     def __init__(self, rollout_batch, exact_rollouts):
         self._rollout_batch = rollout_batch
@@ -97,6 +101,7 @@ class FixedSimulate:
         self._exact_rollouts = exact_rollouts
         # fast passes compiled through core.traced_cache, by key, the KEPT most recent
         self._programs: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
 
     def _bound(self, method, scenarios: Scenario, policy, config: SimConfig, devices: int, exact: bool):
         """``method`` of the jit applied with the batch's switches. A host batch goes to the
@@ -122,7 +127,8 @@ class FixedSimulate:
     def clear(self) -> None:
         """Drop the fast passes compiled through core.traced_cache (a new process's view;
         drivesim.parallel.code_memory drops them with JAX's caches)."""
-        self._programs.clear()
+        with self._lock:
+            self._programs.clear()
 
     def program(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
         """The fast pass's program for this batch, compiled as a call compiles it: a callable
@@ -142,29 +148,40 @@ class FixedSimulate:
         bound (traced in every process)."""
         leaves, tree = jax.tree_util.tree_flatten((scenarios, policy))
         device = traced_cache.one_device(leaves)
-        if device is None or not traced_cache.keepable(config) or traced_cache.folder() is None:
+        platform = None if device is None else next(iter(device.device_set)).platform
+        # exported for JAX's default backend, whose choices the trace takes (core.search_choice)
+        if (
+            platform != jax.default_backend()
+            or not traced_cache.keepable(config)
+            or traced_cache.folder() is None
+        ):
             return functools.partial(
                 self._jit, config=config, devices=devices, searches=searches, exact=False
             )
         avals = tuple((leaf.shape, leaf.dtype, leaf.weak_type) for leaf in leaves)
-        key = (config, devices, searches, tree, avals, device, traced_cache.folder())
-        if key in self._programs:
-            self._programs.move_to_end(key)
-        else:
-            while len(self._programs) >= KEPT:
+        settings = (*traced_cache.trace_settings(), os.environ.get("XLA_FLAGS"))
+        key = (config, devices, searches, tree, avals, device, settings, traced_cache.folder())
+        with self._lock:
+            program = self._programs.get(key)
+            if program is not None:
+                self._programs.move_to_end(key)
+                return program
+        metrics = RolloutMetrics(*[jnp.zeros(())] * len(RolloutMetrics.__dataclass_fields__))
+        program = traced_cache.compile_flat(
+            lambda sc, p: self._rollout_batch(sc, p, config, devices, searches, False),
+            (scenarios, policy),
+            in_shardings=[device] * len(leaves),
+            out_shardings=[device] * len(RolloutMetrics.__dataclass_fields__),
+            donate=(),
+            description=f"simulate {devices} {searches} {settings[-1] or ''}",
+            sim=config,
+            out_tree=jax.tree_util.tree_structure(metrics),
+        )
+        with self._lock:  # two threads may compile one key: the program is the same
+            self._programs[key] = program
+            while len(self._programs) > KEPT:
                 self._programs.popitem(last=False)
-            metrics = RolloutMetrics(*[jnp.zeros(())] * len(RolloutMetrics.__dataclass_fields__))
-            self._programs[key] = traced_cache.compile_flat(
-                lambda sc, p: self._rollout_batch(sc, p, config, devices, searches, False),
-                (scenarios, policy),
-                in_shardings=[device] * len(leaves),
-                out_shardings=[device] * len(RolloutMetrics.__dataclass_fields__),
-                donate=(),
-                description=f"simulate {devices} {searches} {os.environ.get('XLA_FLAGS', '')}",
-                sim=config,
-                out_tree=jax.tree_util.tree_structure(metrics),
-            )
-        return self._programs[key]
+        return program
 
     def lower(self, scenarios: Scenario, policy, config: SimConfig, devices: int = 1):
         return self._bound(self._jit.lower, scenarios, policy, config, devices, exact=False)

@@ -19,7 +19,8 @@ policy by name) and the arguments' shapes, dtypes (weak or not) and shardings. A
 whose ego policy is not one of drivesim.core.policies' built-in policies is never kept: a
 user's policy code is not in the digest; neither is the state of a running process, so one
 that patches what the engine reads while tracing (a test's monkeypatch of a module constant)
-sets ``DRIVESIM_TRACED_CACHE=off``. A file that cannot be read is ignored and written again;
+sets ``DRIVESIM_TRACED_CACHE=off``. The folder keeps at most KEPT_BYTES, the least recently
+used programs removed first. A file that cannot be read is ignored and written again;
 nothing is kept where the compilation cache is off or jax.export's serialization library
 (flatbuffers) is missing.
 """
@@ -44,12 +45,20 @@ log = logging.getLogger(__name__)
 TRACED_PACKAGES = ("core", "scenarios", "parallel")  # under drivesim/: code a trace runs
 ENV = "DRIVESIM_TRACED_CACHE"  # "off": trace every program (a process that patches engine state)
 OFF = ("0", "off", "none", "false")
+# bytes of traced programs kept per folder (about 140 KB to 1 MB each); each new source
+# version writes its own, so the least recently used are removed past this
+KEPT_BYTES = 256 * 1024**2
 
 
 def _setting(name: str):
     """The value of JAX's setting ``name`` (read as an attribute of jax.config)."""
     config: object = jax.config
     return getattr(config, name)
+
+
+def trace_settings() -> tuple[str, str]:
+    """JAX's settings that change a trace: x64 and the default matmul precision."""
+    return str(_setting("jax_enable_x64")), str(_setting("jax_default_matmul_precision"))
 
 
 def folder() -> pathlib.Path | None:
@@ -81,8 +90,7 @@ def key(description: str, sim: SimConfig, args: tuple, shardings: Sequence) -> s
         digest(TRACED_PACKAGES),
         jax.__version__,
         jax.lib.__version__,
-        str(_setting("jax_enable_x64")),
-        str(_setting("jax_default_matmul_precision")),
+        *trace_settings(),
         description,
         repr(named),
         str(tree),  # with the static fields of the arguments (an IdBatch's families and sizes)
@@ -142,7 +150,9 @@ def _read(path: pathlib.Path | None):
     if path is None or not path.is_file():
         return None
     try:
-        return jax.export.deserialize(bytearray(path.read_bytes()))
+        exported = jax.export.deserialize(bytearray(path.read_bytes()))
+        os.utime(path)  # used now: the last to go when the folder is trimmed (_trim)
+        return exported
     except Exception as err:  # noqa: BLE001 - a damaged or foreign file: trace again
         log.warning("traced program %s unreadable (%s); tracing it again", path.name, err)
         return None
@@ -157,8 +167,28 @@ def _write(path: pathlib.Path | None, blob: bytes | bytearray) -> None:
         with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
             tmp.write(blob)
         os.replace(tmp.name, path)
+        _trim(path.parent)
     except OSError as err:
         log.warning("traced program not kept (%s)", err)
+
+
+def _trim(where: pathlib.Path, most: int | None = None) -> None:
+    """Remove the least recently used programs of ``where`` until it holds at most ``most``
+    bytes (default KEPT_BYTES): programs of source versions no longer run go first."""
+    most = KEPT_BYTES if most is None else most
+    files = []
+    for entry in where.iterdir():
+        try:
+            info = entry.stat()
+        except OSError:  # removed by another process meanwhile
+            continue
+        files.append((info.st_mtime, info.st_size, entry))
+    total = sum(size for _, size, _ in files)
+    for _, size, entry in sorted(files):
+        if total <= most:
+            break
+        entry.unlink(missing_ok=True)
+        total -= size
 
 
 class FlatProgram:

@@ -401,8 +401,9 @@ def finish_run(
 ) -> CampaignResult:
     """End a campaign run (embedded or on a cluster): emit "end", stamp the ledger, close the
     run session and return its CampaignResult. ``run`` has directory, session, counts,
-    skipped, start and _emit; ``search_plans``: {"AGENTSxSEGMENTS": SearchPlan record} of the
-    programs this run compiled, added to the ledger's meta ``search_plans``."""
+    skipped, start and _emit; ``search_plans``: {"AGENTSxSEGMENTS[ SEARCHES]": SearchPlan
+    record} of the programs this run compiled (drivesim.parallel.executor), added to the
+    ledger's meta ``search_plans``."""
     run._emit("end")
     elapsed = time.perf_counter() - run.start
     with Ledger(run.directory) as ledger:

@@ -53,8 +53,8 @@ def generate_many(family: str, ids, cfg: FamilyConfig = DEFAULT) -> list[Scenari
     default device in one batch of the size class of ``cfg``'s largest agent count
     (:func:`largest_class`; of the largest among ``ids`` where that is more): a scenario's
     real agents and lanes do not depend on the slots it is generated in (bit for bit,
-    tests/scenarios/test_synthetic.py), so one compiled program per family serves every
-    block of ids."""
+    tests/scenarios/test_synthetic.py), so a family compiles one program per number of
+    BLOCK-id blocks asked for at once, whatever the ids' agent counts."""
     module = fam.family(family)
     ids = np.asarray(ids, np.int64).reshape(-1)
     if not ids.size:

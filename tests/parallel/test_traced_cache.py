@@ -97,3 +97,15 @@ def test_the_key_holds_the_static_fields_of_the_arguments(sim):
     wider = traced_cache.key("d", sim, (id_batch("merge", ids, 0, config, 16),), shardings)
     assert len({merge, highway, wider}) == 3
     assert merge == traced_cache.key("d", sim, (id_batch("merge", ids + 5, 1, config, 8),), shardings)
+
+
+def test_the_folder_keeps_the_most_recently_used_programs(tmp_path):
+    import os
+
+    for k in range(5):
+        path = tmp_path / f"p{k}"
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (1000 + k, 1000 + k))  # p0 the least recently used
+    os.utime(tmp_path / "p1", (2000, 2000))  # read since: kept before the others
+    traced_cache._trim(tmp_path, most=250)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p1", "p4"]
