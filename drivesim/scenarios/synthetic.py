@@ -51,7 +51,7 @@ def size_classes(counts: np.ndarray) -> np.ndarray:
 def generate_many(family: str, ids, cfg: FamilyConfig = DEFAULT) -> list[ScenarioRecord]:
     """Records of scenarios ``ids`` of ``family`` (in the order given), generated on the
     default device in one batch of the size class of ``cfg``'s largest agent count
-    (:func:`largest_class`; of the largest among ``ids`` where that is more): a scenario's
+    (:func:`largest_class`; past the largest class, of the largest among ``ids``): a scenario's
     real agents and lanes do not depend on the slots it is generated in (bit for bit,
     tests/scenarios/test_synthetic.py), so a family compiles one program per number of
     BLOCK-id blocks asked for at once, whatever the ids' agent counts."""
@@ -59,18 +59,19 @@ def generate_many(family: str, ids, cfg: FamilyConfig = DEFAULT) -> list[Scenari
     ids = np.asarray(ids, np.int64).reshape(-1)
     if not ids.size:
         return []
-    size = max(int(size_classes(fam.agent_counts(family, ids, cfg)).max()), largest_class(cfg))
+    size = largest_class(cfg) or int(size_classes(fam.agent_counts(family, ids, cfg)).max())
     chosen = ids.astype(np.int32)
     padded = np.concatenate([chosen, np.repeat(chosen[-1:], -len(chosen) % BLOCK)])
     batch = jax.device_get(_generate(family, np.uint32(cfg.seed), padded, cfg.static(), size))
     return [to_record(batch, k, family, module.POINTS) for k in range(len(ids))]
 
 
-def largest_class(cfg: FamilyConfig) -> int:
-    """The size class of the most agents ``cfg`` draws (its fixed count, or max_agents;
-    the largest class where that is more)."""
+def largest_class(cfg: FamilyConfig) -> int | None:
+    """The size class of the most agents ``cfg`` draws (its fixed count, or max_agents), so
+    of every scenario it draws; None past the largest class (the ids' own counts decide,
+    and one past it is refused)."""
     most = cfg.num_agents if cfg.num_agents is not None else cfg.max_agents
-    return int(size_classes(np.array([min(max(most, 1), SIZE_CLASSES[-1])]))[0])
+    return size_class(max(most, 1)) if most <= SIZE_CLASSES[-1] else None
 
 
 def generate_positions(
