@@ -33,7 +33,7 @@ import jax.numpy as jnp
 
 from drivesim.core import exact_rows, neighbours, search_choice, traced_cache
 from drivesim.core.bends import search_rows
-from drivesim.core.types import Array, RolloutMetrics, Scenario, SimConfig
+from drivesim.core.types import METRIC_NAMES, METRICS_TREE, Array, Scenario, SimConfig
 
 _searches_on = jax.jit(neighbours.searches_on, static_argnames="config")
 # fast passes FixedSimulate keeps compiled in a process (the least recently used goes first):
@@ -149,33 +149,29 @@ class FixedSimulate:
         leaves, tree = jax.tree_util.tree_flatten((scenarios, policy))
         device = traced_cache.one_device(leaves)
         platform = None if device is None else next(iter(device.device_set)).platform
+        where = traced_cache.folder()
         # exported for JAX's default backend, whose choices the trace takes (core.search_choice)
-        if (
-            platform != jax.default_backend()
-            or not traced_cache.keepable(config)
-            or traced_cache.folder() is None
-        ):
+        if platform != jax.default_backend() or not traced_cache.keepable(config) or where is None:
             return functools.partial(
                 self._jit, config=config, devices=devices, searches=searches, exact=False
             )
         avals = tuple((leaf.shape, leaf.dtype, leaf.weak_type) for leaf in leaves)
         settings = (*traced_cache.trace_settings(), os.environ.get("XLA_FLAGS"))
-        key = (config, devices, searches, tree, avals, device, settings, traced_cache.folder())
+        key = (config, devices, searches, tree, avals, device, settings, where)
         with self._lock:
             program = self._programs.get(key)
             if program is not None:
                 self._programs.move_to_end(key)
                 return program
-        metrics = RolloutMetrics(*[jnp.zeros(())] * len(RolloutMetrics.__dataclass_fields__))
         program = traced_cache.compile_flat(
             lambda sc, p: self._rollout_batch(sc, p, config, devices, searches, False),
             (scenarios, policy),
             in_shardings=[device] * len(leaves),
-            out_shardings=[device] * len(RolloutMetrics.__dataclass_fields__),
+            out_shardings=[device] * len(METRIC_NAMES),
             donate=(),
             description=f"simulate {devices} {searches} {settings[-1] or ''}",
             sim=config,
-            out_tree=jax.tree_util.tree_structure(metrics),
+            out_tree=METRICS_TREE,
         )
         with self._lock:  # two threads may compile one key: the program is the same
             self._programs[key] = program

@@ -274,6 +274,8 @@ class RolloutMetrics:
 
 
 METRIC_NAMES = tuple(f.name for f in fields(RolloutMetrics))
+# the tree of a RolloutMetrics, for programs called with flat outputs (core.traced_cache)
+METRICS_TREE = jax.tree_util.tree_structure(RolloutMetrics(*[np.zeros(())] * len(METRIC_NAMES)))
 
 
 @pytree_dataclass

@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from functools import partial
 
 import jax
-import numpy as np
 from jax.sharding import PartitionSpec
 
 from drivesim.core import traced_cache
 from drivesim.core.rollout import rollout_batch
-from drivesim.core.types import METRIC_NAMES, RolloutMetrics, SimConfig
+from drivesim.core.types import METRIC_NAMES, METRICS_TREE, SimConfig
 from drivesim.parallel import determinism
 from drivesim.parallel.generated import materialize, searches
 from drivesim.parallel.mesh import DATA, data_sharding, replicated
@@ -98,7 +97,6 @@ def compile_program(key: ProgramKey, mesh, sim: SimConfig, chunk, policy):
     out_axis = 1 if key.sweep else 0
     chunk_leaves = len(jax.tree_util.tree_leaves(chunk))
     policy_leaves = len(jax.tree_util.tree_leaves(policy))
-    metrics = RolloutMetrics(*[np.zeros(())] * len(METRIC_NAMES))
     devices = tuple(d.id for d in mesh.devices.flat)
     return traced_cache.compile_flat(
         program,
@@ -108,5 +106,5 @@ def compile_program(key: ProgramKey, mesh, sim: SimConfig, chunk, policy):
         donate=(0,) if key.donate else (),
         description=f"executor {key} devices {devices} fma_free {determinism.active()}",
         sim=sim,
-        out_tree=jax.tree_util.tree_structure(metrics),
+        out_tree=METRICS_TREE,
     )
